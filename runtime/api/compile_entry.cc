@@ -1,0 +1,190 @@
+// Compiling one cache entry (see npc/compiler.h, CompileEntry).
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "npc/compiler.h"
+
+namespace npc {
+namespace fs = std::filesystem;
+using cache::EntryState;
+using Outcome = EntryCompileResult::Status;
+
+std::string_view EntryCompileStatusName(EntryCompileResult::Status status) {
+  switch (status) {
+    case Outcome::kCompiled: return "compiled";
+    case Outcome::kAlreadyDone: return "already done";
+    case Outcome::kFailed: return "failed";
+    case Outcome::kCachedFailure: return "cached failure";
+    case Outcome::kLocked: return "locked";
+    case Outcome::kNoHlo: return "no HLO";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr std::string_view kWorkDirPrefix = ".npc-work-";
+
+// A private work directory: inside the entry for a local store (so the
+// artifact moves in with a rename), else under TMPDIR. Removed when done.
+class WorkDir {
+ public:
+  ~WorkDir() {
+    if (!path_.empty()) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  Status Create(const std::string& parent) {
+    std::string tmpl = parent + "/" + std::string(kWorkDirPrefix) + std::to_string(getpid()) + "-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) return MakeError("cannot create a work directory in " + parent);
+    path_ = tmpl;
+    return {};
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string FailureLog(const CompileOutcome& outcome, int attempts) {
+  std::string log = "command: " + outcome.command + "\n";
+  log += "exit status: " + std::to_string(outcome.exit_status) + "\n";
+  log += "attempts: " + std::to_string(attempts) + "\n";
+  log += "compile time: " + std::to_string(outcome.seconds) + " s\n\n";
+  log += outcome.output;
+  if (!log.empty() && log.back() != '\n') log += '\n';
+  return log;
+}
+
+}  // namespace
+
+Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler, const cache::EntryRef& entry,
+                                        const EntryCompileOptions& options) {
+  const std::string artifact = compiler.ArtifactName();
+  EntryCompileResult result;
+
+  // Decides from the current state whether there is anything to do.
+  auto settled = [&](EntryState state) -> std::optional<Outcome> {
+    if (state == EntryState::kDone) return Outcome::kAlreadyDone;
+    if (state == EntryState::kFailed && !options.retry_failed_compilation) return Outcome::kCachedFailure;
+    return std::nullopt;
+  };
+  auto finish_settled = [&](Outcome outcome) -> Result<EntryCompileResult> {
+    result.status = outcome;
+    if (outcome == Outcome::kCachedFailure) {
+      auto log = store.Read(entry.file(cache::kLogFile));
+      result.log = log ? *log : "";
+    }
+    return result;
+  };
+
+  auto state = cache::GetEntryState(store, entry, artifact);
+  if (!state) return state.error();
+  if (auto s = settled(*state)) return finish_settled(*s);
+
+  // Take the lock, waiting for another compiler of this entry if asked to.
+  std::unique_ptr<cache::EntryLock> lock;
+  auto wait_start = std::chrono::steady_clock::now();
+  for (;;) {
+    auto taken = store.TryLock(entry.dir());
+    if (!taken) return taken.error();
+    if (*taken) {
+      lock = std::move(*taken);
+      break;
+    }
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+    if (!options.wait_for_lock || waited > options.lock_wait_seconds) {
+      result.status = Outcome::kLocked;
+      return result;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  // Re-check under the lock: another process may have finished it meanwhile.
+  state = cache::GetEntryState(store, entry, artifact);
+  if (!state) return state.error();
+  if (auto s = settled(*state)) return finish_settled(*s);
+
+  auto hlo_name = cache::FindHloFile(store, entry);
+  if (!hlo_name) return hlo_name.error();
+  if (!hlo_name->has_value()) {
+    result.status = Outcome::kNoHlo;
+    return result;
+  }
+
+  // Work directory; remove any left by a compile that was killed (we hold
+  // the lock, so no live process uses them).
+  std::optional<std::string> local_entry = store.LocalPath(entry.dir());
+  if (local_entry) {
+    auto names = store.List(entry.dir());
+    if (names) {
+      for (const auto& name : *names) {
+        if (name.rfind(kWorkDirPrefix, 0) == 0) (void)store.RemoveTree(entry.file(name));
+      }
+    }
+  }
+  WorkDir work;
+  if (auto st = work.Create(local_entry ? *local_entry : fs::temp_directory_path().string()); !st) return st.error();
+
+  CompileJob job;
+  job.work_dir = work.path();
+  job.artifact_path = work.path() + "/" + artifact;
+  if (local_entry) {
+    job.hlo_path = *store.LocalPath(entry.file(**hlo_name));
+  } else {
+    auto bytes = store.Read(entry.file(**hlo_name));
+    if (!bytes) return bytes.error();
+    job.hlo_path = work.path() + "/" + **hlo_name;
+    cache::LocalStore scratch(work.path());
+    if (auto st = scratch.WriteAtomic(**hlo_name, *bytes); !st) return st.error();
+  }
+
+  CompileOutcome outcome;
+  auto flags_text = store.Read(entry.file(cache::kFlagsFile));
+  std::optional<std::string> input_error;
+  if (flags_text) {
+    auto flags = cache::ParseCompileFlagsJson(*flags_text, store.url() + "/" + entry.file(cache::kFlagsFile));
+    if (flags) job.flags = *flags;
+    else input_error = flags.error().message;
+  } else {
+    auto exists = store.Exists(entry.file(cache::kFlagsFile));
+    if (exists && *exists) return flags_text.error();  // an I/O error, not a missing file
+  }
+
+  if (input_error) {
+    outcome.command = "(not run)";
+    outcome.exit_status = 1;
+    outcome.output = *input_error + "\n";
+    result.attempts = 0;
+  } else {
+    for (int attempt = 0; attempt <= std::max(0, options.max_retries); ++attempt) {
+      std::error_code ec;
+      fs::remove(job.artifact_path, ec);
+      outcome = compiler.Compile(job);
+      ++result.attempts;
+      result.compile_seconds += outcome.seconds;
+      result.peak_rss_bytes = std::max(result.peak_rss_bytes, outcome.peak_rss_bytes);
+      if (outcome.ok) break;
+    }
+  }
+
+  if (outcome.ok) {
+    // Commit: artifact, then model.done; an old failure log goes last.
+    if (auto st = store.PutFileAtomic(entry.file(artifact), job.artifact_path); !st) return st.error();
+    if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), ""); !st) return st.error();
+    if (auto st = store.Remove(entry.file(cache::kLogFile)); !st) return st.error();
+    result.status = Outcome::kCompiled;
+    return result;
+  }
+  result.log = FailureLog(outcome, result.attempts);
+  if (auto st = store.WriteAtomic(entry.file(cache::kLogFile), result.log); !st) return st.error();
+  result.status = Outcome::kFailed;
+  return result;
+}
+
+}  // namespace npc

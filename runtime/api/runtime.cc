@@ -1,0 +1,242 @@
+// The runtime API (see npc/runtime.h).
+#include "npc/runtime.h"
+
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "host/host_backend.h"
+#include "npc/hlo.h"
+#include "npc/log.h"
+
+namespace npc {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+bool EnvTrue(const char* name) {
+  std::string v = Env(name);
+  return !v.empty() && v != "0" && v != "false" && v != "FALSE" && v != "False";
+}
+
+// Leaves of `shape`, depth-first.
+void FlattenShape(const xla::ShapeProto& shape, std::vector<TensorSpec>* out) {
+  if (shape.element_type() == xla::TUPLE) {
+    for (const auto& t : shape.tuple_shapes()) FlattenShape(t, out);
+    return;
+  }
+  out->push_back(TensorSpec{shape.element_type(), {shape.dimensions().begin(), shape.dimensions().end()}});
+}
+
+Status CheckArguments(const std::vector<TensorSpec>& params, const std::vector<Tensor>& args) {
+  if (args.size() != params.size()) {
+    return MakeError("expected " + std::to_string(params.size()) + " arguments, got " + std::to_string(args.size()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].type != params[i].type || args[i].dims != params[i].dims) {
+      return MakeError("argument " + std::to_string(i) + " does not match parameter " + std::to_string(i) + " (" +
+                       PrimitiveTypeName(params[i].type) + ", " + std::to_string(params[i].dims.size()) + " dims)");
+    }
+  }
+  return {};
+}
+
+// The executable of a trial run: outputs are zeros of the right shapes.
+class PlaceholderExecutable : public Executable {
+ public:
+  explicit PlaceholderExecutable(const xla::HloModuleProto& module) {
+    const auto* entry = hlo::EntryComputation(module);
+    std::map<int64_t, xla::ShapeProto> params;
+    for (const auto& inst : entry->instructions()) {
+      if (inst.opcode() == "parameter") params[inst.parameter_number()] = inst.shape();
+      if (inst.id() == entry->root_id()) FlattenShape(inst.shape(), &outputs_);
+    }
+    for (const auto& [n, shape] : params) FlattenShape(shape, &parameters_);
+  }
+  const std::vector<TensorSpec>& parameters() const override { return parameters_; }
+  const std::vector<TensorSpec>& outputs() const override { return outputs_; }
+  Result<std::vector<Tensor>> Run(const std::vector<Tensor>& arguments) const override {
+    if (auto st = CheckArguments(parameters_, arguments); !st) return st.error();
+    std::vector<Tensor> out;
+    for (const auto& spec : outputs_) out.push_back(ZeroTensor(spec.type, spec.dims));
+    return out;
+  }
+  bool is_placeholder() const override { return true; }
+
+ private:
+  std::vector<TensorSpec> parameters_;
+  std::vector<TensorSpec> outputs_;
+};
+
+// A host-backend artifact loaded into this process.
+class HostArtifactExecutable : public Executable {
+ public:
+  explicit HostArtifactExecutable(std::unique_ptr<host::HostExecutable> exe) : exe_(std::move(exe)) {
+    for (const auto& s : exe_->parameters()) parameters_.push_back(TensorSpec{s.type, s.dims});
+    for (const auto& s : exe_->outputs()) outputs_.push_back(TensorSpec{s.type, s.dims});
+  }
+  const std::vector<TensorSpec>& parameters() const override { return parameters_; }
+  const std::vector<TensorSpec>& outputs() const override { return outputs_; }
+  Result<std::vector<Tensor>> Run(const std::vector<Tensor>& arguments) const override { return exe_->Run(arguments); }
+
+ private:
+  std::unique_ptr<host::HostExecutable> exe_;
+  std::vector<TensorSpec> parameters_;
+  std::vector<TensorSpec> outputs_;
+};
+
+}  // namespace
+
+Result<RuntimeOptions> RuntimeOptionsFromEnvironment() {
+  RuntimeOptions options;
+  auto flags = cache::ParseNeuronCcFlags(Env("NEURON_CC_FLAGS"));
+  if (!flags) return flags.error();
+  std::string cache_url_env = Env("NEURON_COMPILE_CACHE_URL");
+  options.cache_url = cache::ResolveCacheUrl(*flags, cache_url_env.c_str());
+  options.compiler_flags = flags->compiler_flags;
+  options.retry_failed_compilation = flags->retry_failed_compilation;
+  options.no_cache = flags->no_cache;
+  options.extract_graphs_only = EnvTrue("NEURON_EXTRACT_GRAPHS_ONLY");
+  options.compiler = CompilerOptionsFromEnvironment();
+  if (flags->log_level) log::SetLogLevel(*flags->log_level);
+  return options;
+}
+
+Result<std::unique_ptr<Runtime>> Runtime::FromEnvironment() {
+  auto options = RuntimeOptionsFromEnvironment();
+  if (!options) return options.error();
+  return Create(std::move(*options));
+}
+
+Result<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options) {
+  std::unique_ptr<Runtime> rt(new Runtime());
+  rt->options_ = std::move(options);
+  std::string url = rt->options_.cache_url;
+  if (rt->options_.no_cache) {
+    // --no_cache: compile into a private scratch cache, removed with the runtime.
+    std::string tmpl = (std::filesystem::temp_directory_path() / "npc-nocache-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) return MakeError("cannot create a scratch directory for --no_cache");
+    rt->scratch_dir_ = url = tmpl;
+  }
+  auto store = cache::OpenStore(url);
+  if (!store) return store.error();
+  rt->store_ = std::move(*store);
+  auto compiler = MakeCompiler(rt->options_.compiler);
+  if (!compiler) return compiler.error();
+  rt->compiler_ = std::move(*compiler);
+  auto dir = rt->compiler_->CacheDirectoryName();
+  if (!dir) return dir.error();
+  rt->compiler_dir_ = *dir;
+  rt->flags_json_ = cache::CompileFlagsJson(rt->options_.compiler_flags);
+  rt->flags_hash_ = cache::FlagsHash(rt->flags_json_);
+  log::Info(log::kCache, "Compile cache path: " + rt->store_->url());
+  return rt;
+}
+
+Runtime::~Runtime() {
+  if (!scratch_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir_, ec);
+  }
+}
+
+std::string Runtime::compiler_cache_path() const { return store_->url() + "/" + compiler_dir_; }
+
+CacheCounters Runtime::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+Result<std::shared_ptr<Executable>> Runtime::GetExecutableFromBytes(std::string_view hlo_bytes,
+                                                                    const std::string& graph_key) {
+  auto module = hlo::ParseHloModule(hlo_bytes, "HLO module bytes (" + std::to_string(hlo_bytes.size()) + " bytes)");
+  if (!module) return module.error();
+  return GetExecutable(*module, graph_key);
+}
+
+Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleProto& module,
+                                                           const std::string& graph_key) {
+  if (auto st = hlo::ValidateModule(module, "module '" + module.name() + "'"); !st) return st.error();
+  cache::EntryRef entry{compiler_dir_, graph_key.empty() ? hlo::CanonicalGraphKey(module) : graph_key, flags_hash_};
+  const std::string entry_path = store_->url() + "/" + entry.dir();
+  auto bump = [&](int64_t CacheCounters::*counter) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++(counters_.*counter);
+  };
+  auto load = [&]() -> Result<std::shared_ptr<Executable>> {
+    const std::string artifact = entry.file(compiler_->ArtifactName());
+    std::optional<std::string> path = store_->LocalPath(artifact);
+    if (!path) return MakeError("cannot load " + store_->url() + "/" + artifact + ": the store has no local copy");
+    if (compiler_->backend() != "host") {
+      return MakeError("cannot run " + *path + ": running a " + compiler_->backend() +
+                       " artifact needs its device runtime; npc runs host-backend artifacts only");
+    }
+    auto exe = host::HostExecutable::Load(*path);
+    if (!exe) return exe.error();
+    return std::shared_ptr<Executable>(new HostArtifactExecutable(std::move(*exe)));
+  };
+
+  std::string serialized;
+  module.SerializeToString(&serialized);
+
+  if (options_.extract_graphs_only) {
+    auto state = cache::GetEntryState(*store_, entry, compiler_->ArtifactName());
+    if (!state) return state.error();
+    if (*state == cache::EntryState::kDone) {
+      bump(&CacheCounters::hits);
+    } else {
+      if (auto st = cache::PutEntryInputs(*store_, entry, serialized, flags_json_); !st) return st.error();
+      bump(&CacheCounters::misses);
+      bump(&CacheCounters::extracted);
+      log::Info(log::kCcWrapper, "Extracting graphs (" + store_->url() + "/" + entry.file(cache::kHloFile) +
+                                     ") for ahead-of-time parallel compilation. No compilation was done.");
+    }
+    return std::shared_ptr<Executable>(new PlaceholderExecutable(module));
+  }
+
+  auto state = cache::GetEntryState(*store_, entry, compiler_->ArtifactName());
+  if (!state) return state.error();
+  if (*state == cache::EntryState::kDone) {
+    auto exe = load();
+    if (exe) {
+      bump(&CacheCounters::hits);
+      log::Debug(log::kCache, "Using a cached neff at " + entry_path + "/" + compiler_->ArtifactName());
+      return exe;
+    }
+    return exe.error();
+  }
+  if (*state == cache::EntryState::kFailed && !options_.retry_failed_compilation) {
+    bump(&CacheCounters::failed_compiles);
+    log::Warning(log::kCache, "Got a cached failed neff at " + entry_path + "/" + std::string(cache::kLogFile) +
+                                  ". Will skip compilation.");
+    return MakeError("cached compile failure of " + entry_path + " (see " + entry_path + "/" +
+                     std::string(cache::kLogFile) + "; set --retry_failed_compilation in NEURON_CC_FLAGS to retry)");
+  }
+
+  bump(&CacheCounters::misses);
+  if (auto st = cache::PutEntryInputs(*store_, entry, serialized, flags_json_); !st) return st.error();
+  EntryCompileOptions copts;
+  copts.retry_failed_compilation = options_.retry_failed_compilation;
+  copts.wait_for_lock = true;
+  auto compiled = CompileEntry(*store_, *compiler_, entry, copts);
+  if (!compiled) return compiled.error();
+  switch (compiled->status) {
+    case EntryCompileResult::Status::kCompiled:
+      bump(&CacheCounters::compiles);
+      log::Info(log::kCache, "Compiled " + entry_path + " in " + std::to_string(compiled->compile_seconds) + " s");
+      return load();
+    case EntryCompileResult::Status::kAlreadyDone:
+      return load();
+    default:
+      bump(&CacheCounters::failed_compiles);
+      return MakeError("compile of " + entry_path + " " + std::string(EntryCompileStatusName(compiled->status)) +
+                       " (log: " + entry_path + "/" + std::string(cache::kLogFile) + ")\n" + compiled->log);
+  }
+}
+
+}  // namespace npc

@@ -1,0 +1,237 @@
+// LocalStore: the cache in a local directory (see npc/cache.h).
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "npc/cache.h"
+
+namespace npc::cache {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+Status MakeDirs(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return MakeError("cannot create directory " + dir + ": " + ec.message());
+  return {};
+}
+
+std::string TempNameFor(const std::string& abs_path) {
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(getpid()));
+  fs::path p(abs_path);
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, "%d.%08llx", getpid(), static_cast<unsigned long long>(rng() & 0xffffffffULL));
+  return (p.parent_path() / ("." + p.filename().string() + ".tmp." + suffix)).string();
+}
+
+Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return MakeError("cannot write " + path + ": " + ErrnoText());
+    }
+    done += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+class LocalEntryLock : public EntryLock {
+ public:
+  LocalEntryLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  ~LocalEntryLock() override {
+    // Unlink before unlocking: a waiter that opened this file re-checks the
+    // path after taking the lock and retries on a new file.
+    unlink(path_.c_str());
+    close(fd_);
+  }
+
+ private:
+  int fd_;
+  std::string path_;
+};
+
+}  // namespace
+
+LocalStore::LocalStore(std::string root) : root_(std::move(root)) {
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+}
+
+std::string LocalStore::Abs(const std::string& path) const {
+  if (path.empty()) return root_;
+  return root_ + "/" + path;
+}
+
+std::optional<std::string> LocalStore::LocalPath(const std::string& path) const { return Abs(path); }
+
+Result<bool> LocalStore::Exists(const std::string& path) {
+  struct stat st;
+  if (stat(Abs(path).c_str(), &st) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  return MakeError("cannot stat " + Abs(path) + ": " + ErrnoText());
+}
+
+Result<std::string> LocalStore::Read(const std::string& path) {
+  std::string abs = Abs(path);
+  int fd = open(abs.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return MakeError("cannot open " + abs + ": " + ErrnoText());
+  std::string data;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string err = "cannot read " + abs + ": " + ErrnoText();
+      close(fd);
+      return MakeError(err);
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return data;
+}
+
+Result<int64_t> LocalStore::Size(const std::string& path) {
+  struct stat st;
+  if (stat(Abs(path).c_str(), &st) != 0) return MakeError("cannot stat " + Abs(path) + ": " + ErrnoText());
+  return static_cast<int64_t>(st.st_size);
+}
+
+Status LocalStore::WriteAtomic(const std::string& path, std::string_view data) {
+  std::string abs = Abs(path);
+  if (auto st = MakeDirs(fs::path(abs).parent_path().string()); !st) return st;
+  std::string tmp = TempNameFor(abs);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return MakeError("cannot create " + tmp + ": " + ErrnoText());
+  Status st = WriteAll(fd, data, tmp);
+  if (st && fsync(fd) != 0) st = MakeError("cannot sync " + tmp + ": " + ErrnoText());
+  close(fd);
+  if (st && rename(tmp.c_str(), abs.c_str()) != 0) st = MakeError("cannot rename " + tmp + " to " + abs + ": " + ErrnoText());
+  if (!st) unlink(tmp.c_str());
+  return st;
+}
+
+Status LocalStore::PutFileAtomic(const std::string& path, const std::string& local_path) {
+  std::string abs = Abs(path);
+  if (auto st = MakeDirs(fs::path(abs).parent_path().string()); !st) return st;
+  // Same file system: a rename is atomic and cheap.
+  if (rename(local_path.c_str(), abs.c_str()) == 0) return {};
+  if (errno != EXDEV) return MakeError("cannot move " + local_path + " to " + abs + ": " + ErrnoText());
+  std::string tmp = TempNameFor(abs);
+  std::error_code ec;
+  fs::copy_file(local_path, tmp, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    unlink(tmp.c_str());
+    return MakeError("cannot copy " + local_path + " to " + tmp + ": " + ec.message());
+  }
+  if (rename(tmp.c_str(), abs.c_str()) != 0) {
+    std::string err = "cannot rename " + tmp + " to " + abs + ": " + ErrnoText();
+    unlink(tmp.c_str());
+    return MakeError(err);
+  }
+  return {};
+}
+
+Result<std::vector<std::string>> LocalStore::List(const std::string& path) {
+  std::string abs = Abs(path);
+  DIR* dir = opendir(abs.c_str());
+  if (dir == nullptr) {
+    if (errno == ENOENT) return std::vector<std::string>{};
+    return MakeError("cannot list " + abs + ": " + ErrnoText());
+  }
+  std::vector<std::string> names;
+  while (struct dirent* e = readdir(dir)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Status LocalStore::Remove(const std::string& path) {
+  std::string abs = Abs(path);
+  if (unlink(abs.c_str()) != 0 && errno != ENOENT) return MakeError("cannot remove " + abs + ": " + ErrnoText());
+  return {};
+}
+
+Status LocalStore::RemoveTree(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(Abs(path), ec);
+  if (ec) return MakeError("cannot remove " + Abs(path) + ": " + ec.message());
+  return {};
+}
+
+Result<std::unique_ptr<EntryLock>> LocalStore::TryLock(const std::string& entry_dir) {
+  std::string dir = Abs(entry_dir);
+  if (auto st = MakeDirs(dir); !st) return st.error();
+  std::string path = dir + "/" + std::string(kLockFile);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return MakeError("cannot create lock file " + path + ": " + ErrnoText());
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      int err = errno;
+      close(fd);
+      if (err == EWOULDBLOCK) return std::unique_ptr<EntryLock>();
+      errno = err;
+      return MakeError("cannot lock " + path + ": " + ErrnoText());
+    }
+    // The holder we waited on may have removed the file on release: make sure
+    // the file we hold is still the one at `path`.
+    struct stat held, current;
+    if (fstat(fd, &held) == 0 && stat(path.c_str(), &current) == 0 && held.st_ino == current.st_ino &&
+        held.st_dev == current.st_dev) {
+      std::string owner = "pid " + std::to_string(getpid()) + "\n";
+      if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, owner.data(), owner.size(), 0);
+      return std::unique_ptr<EntryLock>(new LocalEntryLock(fd, path));
+    }
+    close(fd);
+  }
+  return MakeError("cannot lock " + path + ": the lock file keeps being replaced");
+}
+
+Result<bool> LocalStore::IsLocked(const std::string& entry_dir) {
+  std::string path = Abs(entry_dir) + "/" + std::string(kLockFile);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return MakeError("cannot open lock file " + path + ": " + ErrnoText());
+  }
+  bool locked = false;
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
+    locked = errno == EWOULDBLOCK;
+  } else {
+    flock(fd, LOCK_UN);
+  }
+  close(fd);
+  return locked;
+}
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
+  if (url.rfind("s3://", 0) == 0) {
+    return MakeError("cache URL " + url + ": S3 caches are not supported by this build yet");
+  }
+  std::string path = url;
+  if (path.rfind("file://", 0) == 0) path = path.substr(7);
+  if (path.empty()) return MakeError("empty cache path");
+  if (path.find("://") != std::string::npos) return MakeError("cache URL " + url + ": unsupported scheme");
+  std::error_code ec;
+  fs::path abs = fs::absolute(path, ec);
+  if (ec) return MakeError("cache path " + url + ": " + ec.message());
+  return std::unique_ptr<Store>(new LocalStore(abs.lexically_normal().string()));
+}
+
+}  // namespace npc::cache

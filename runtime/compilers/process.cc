@@ -1,0 +1,185 @@
+#include "compilers/process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+extern char** environ;
+
+namespace npc {
+
+std::string ShellQuote(const std::string& s) {
+  if (s.empty()) return "''";
+  bool safe = true;
+  for (char c : s) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || std::strchr("@%_-+=:,./", c))) {
+      safe = false;
+      break;
+    }
+  }
+  if (safe) return s;
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string ShellJoin(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    out += ShellQuote(a);
+  }
+  return out;
+}
+
+std::string FindInPath(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    return access(program.c_str(), X_OK) == 0 ? program : "";
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + program;
+    struct stat st;
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+  }
+  return "";
+}
+
+namespace {
+
+std::vector<std::string> BuildEnvironment(const ProcessOptions& options) {
+  std::set<std::string> drop(options.unset_env.begin(), options.unset_env.end());
+  for (const auto& [k, v] : options.set_env) drop.insert(k);
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    std::string name = entry.substr(0, entry.find('='));
+    if (!drop.count(name)) env.push_back(entry);
+  }
+  for (const auto& [k, v] : options.set_env) env.push_back(k + "=" + v);
+  return env;
+}
+
+}  // namespace
+
+Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const ProcessOptions& options) {
+  if (argv.empty()) return MakeError("RunProcess: empty command");
+  std::string program = FindInPath(argv[0]);
+  if (program.empty()) return MakeError("cannot run '" + argv[0] + "': not found or not executable");
+
+  int pipe_fds[2] = {-1, -1};
+  if (options.capture_output && pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return MakeError(std::string("pipe: ") + std::strerror(errno));
+  }
+
+  std::vector<std::string> env = BuildEnvironment(options);
+  std::vector<char*> c_argv, c_env;
+  for (const auto& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
+  c_argv.push_back(nullptr);
+  for (const auto& e : env) c_env.push_back(const_cast<char*>(e.c_str()));
+  c_env.push_back(nullptr);
+
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  if (pid < 0) {
+    if (pipe_fds[0] >= 0) { close(pipe_fds[0]); close(pipe_fds[1]); }
+    return MakeError(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    // Child: own process group so a timeout can kill the whole tree.
+    setpgid(0, 0);
+    if (options.capture_output) {
+      dup2(pipe_fds[1], STDOUT_FILENO);
+      dup2(pipe_fds[1], STDERR_FILENO);
+      int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    }
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
+      dprintf(STDERR_FILENO, "cannot enter directory %s: %s\n", options.cwd.c_str(), std::strerror(errno));
+      _exit(127);
+    }
+    execve(program.c_str(), c_argv.data(), c_env.data());
+    dprintf(STDERR_FILENO, "cannot execute %s: %s\n", program.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+
+  ProcessResult result;
+  if (options.capture_output) {
+    close(pipe_fds[1]);
+    char buf[65536];
+    for (;;) {
+      int wait_ms = -1;
+      if (options.timeout_seconds > 0) {
+        double left = options.timeout_seconds -
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (left <= 0) {
+          kill(-pid, SIGKILL);
+          result.timed_out = true;
+          break;
+        }
+        wait_ms = static_cast<int>(left * 1000) + 1;
+      }
+      struct pollfd pfd = {pipe_fds[0], POLLIN, 0};
+      int r = poll(&pfd, 1, wait_ms);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) continue;  // re-check the timeout
+      ssize_t n = read(pipe_fds[0], buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      result.output.append(buf, static_cast<size_t>(n));
+    }
+    close(pipe_fds[0]);
+  }
+
+  int status = 0;
+  struct rusage usage;
+  std::memset(&usage, 0, sizeof usage);
+  for (;;) {
+    pid_t w;
+    if (!options.capture_output && options.timeout_seconds > 0) {
+      w = wait4(pid, &status, WNOHANG, &usage);
+      if (w == 0) {
+        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (elapsed > options.timeout_seconds) {
+          kill(-pid, SIGKILL);
+          result.timed_out = true;
+        }
+        usleep(20000);
+        continue;
+      }
+    } else {
+      w = wait4(pid, &status, 0, &usage);
+    }
+    if (w < 0 && errno == EINTR) continue;
+    break;
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.peak_rss_bytes = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status)) result.exit_status = 128 + WTERMSIG(status);
+  if (result.timed_out) result.exit_status = -1;
+  return result;
+}
+
+}  // namespace npc

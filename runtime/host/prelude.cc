@@ -1,0 +1,199 @@
+// The fixed helper code at the top of every generated translation unit.
+// Changing it changes generated code: bump kCodegenVersion.
+#include "host/prelude.h"
+
+namespace npc::host {
+
+const char kPrelude[] = R"PRELUDE(#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using pred = std::uint8_t;  // 0 or 1
+using s8 = std::int8_t;
+using s16 = std::int16_t;
+using s32 = std::int32_t;
+using s64 = std::int64_t;
+using u8 = std::uint8_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+using f32 = float;
+using f64 = double;
+
+// Integer arithmetic is done in an unsigned type at least as wide as int, so
+// that overflow wraps instead of being undefined.
+template <class T>
+using npc_wide_u = std::make_unsigned_t<std::common_type_t<T, unsigned>>;
+
+template <class T> inline T npc_add(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<npc_wide_u<T>>(a) + static_cast<npc_wide_u<T>>(b));
+  else return a + b;
+}
+template <class T> inline T npc_sub(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<npc_wide_u<T>>(a) - static_cast<npc_wide_u<T>>(b));
+  else return a - b;
+}
+template <class T> inline T npc_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(static_cast<npc_wide_u<T>>(a) * static_cast<npc_wide_u<T>>(b));
+  else return a * b;
+}
+template <class T> inline T npc_neg(T a) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(npc_wide_u<T>(0) - static_cast<npc_wide_u<T>>(a));
+  else return -a;
+}
+// XLA: x / 0 = -1 (signed) or all ones (unsigned); INT_MIN / -1 = INT_MIN.
+template <class T> inline T npc_div(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return std::is_signed_v<T> ? static_cast<T>(-1) : std::numeric_limits<T>::max();
+    if constexpr (std::is_signed_v<T>) {
+      if (b == static_cast<T>(-1) && a == std::numeric_limits<T>::min()) return a;
+    }
+    return static_cast<T>(a / b);
+  } else {
+    return a / b;
+  }
+}
+// XLA: x % 0 = x; INT_MIN % -1 = 0.
+template <class T> inline T npc_rem(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == 0) return a;
+    if constexpr (std::is_signed_v<T>) {
+      if (b == static_cast<T>(-1)) return 0;
+    }
+    return static_cast<T>(a % b);
+  } else {
+    return std::fmod(a, b);
+  }
+}
+// Floats: NaN propagates.
+template <class T> inline T npc_max(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return (a > b || a != a) ? a : b;
+  else return a > b ? a : b;
+}
+template <class T> inline T npc_min(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
+  else return a < b ? a : b;
+}
+template <class T> inline T npc_clamp(T lo, T x, T hi) { return npc_min<T>(npc_max<T>(x, lo), hi); }
+template <class T> inline T npc_abs(T a) {
+  if constexpr (std::is_floating_point_v<T>) return std::fabs(a);
+  else if constexpr (std::is_signed_v<T>) return a < 0 ? npc_neg<T>(a) : a;
+  else return a;
+}
+template <class T> inline T npc_sign(T a) {
+  if constexpr (std::is_floating_point_v<T>) return a > 0 ? T(1) : a < 0 ? T(-1) : a;  // keeps NaN, +-0
+  else if constexpr (std::is_signed_v<T>) return static_cast<T>((a > 0) - (a < 0));
+  else return static_cast<T>(a != 0);
+}
+template <class T> inline T npc_pow(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::pow(a, b);
+  } else {
+    if constexpr (std::is_signed_v<T>) {
+      if (b < 0) return a == 1 ? T(1) : a == static_cast<T>(-1) ? ((b & 1) ? static_cast<T>(-1) : T(1)) : T(0);
+    }
+    T result = 1;
+    npc_wide_u<T> e = static_cast<npc_wide_u<T>>(b);
+    while (e != 0) {
+      if (e & 1) result = npc_mul<T>(result, a);
+      a = npc_mul<T>(a, a);
+      e >>= 1;
+    }
+    return result;
+  }
+}
+template <class T> inline T npc_rsqrt(T a) { return T(1) / std::sqrt(a); }
+template <class T> inline T npc_logistic(T a) { return T(1) / (T(1) + std::exp(-a)); }
+template <class T> inline T npc_round_even(T a) {
+  T r = std::round(a);  // half away from zero
+  if (std::fabs(a - std::trunc(a)) == T(0.5)) r = T(2) * std::round(a / T(2));
+  return r;
+}
+template <class T> inline T npc_bnot(T a) { return static_cast<T>(~static_cast<npc_wide_u<T>>(a)); }
+inline pred npc_lnot(pred a) { return static_cast<pred>(a ^ 1); }
+template <class T> inline T npc_and(T a, T b) { return static_cast<T>(a & b); }
+template <class T> inline T npc_or(T a, T b) { return static_cast<T>(a | b); }
+template <class T> inline T npc_xor(T a, T b) { return static_cast<T>(a ^ b); }
+// Shift amounts are read as unsigned; amounts >= the bit width give 0 (or the
+// sign fill for an arithmetic right shift).
+template <class T> inline T npc_shl(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  if (static_cast<U>(b) >= sizeof(T) * 8) return 0;
+  return static_cast<T>(static_cast<npc_wide_u<T>>(a) << static_cast<U>(b));
+}
+template <class T> inline T npc_shr_logical(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  if (static_cast<U>(b) >= sizeof(T) * 8) return 0;
+  return static_cast<T>(static_cast<U>(a) >> static_cast<U>(b));
+}
+template <class T> inline T npc_shr_arith(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  if (static_cast<U>(b) >= sizeof(T) * 8) {
+    if constexpr (std::is_signed_v<T>) return a < 0 ? static_cast<T>(-1) : T(0);
+    else return T(0);
+  }
+  if constexpr (std::is_signed_v<T>) {
+    // Arithmetic shift without relying on implementation-defined behaviour.
+    return a < 0 ? static_cast<T>(~(~a >> static_cast<U>(b))) : static_cast<T>(a >> static_cast<U>(b));
+  } else {
+    return static_cast<T>(a >> static_cast<U>(b));
+  }
+}
+template <class T> inline T npc_popcnt(T a) {
+  std::make_unsigned_t<T> u = static_cast<std::make_unsigned_t<T>>(a);
+  T n = 0;
+  while (u != 0) { n = static_cast<T>(n + (u & 1)); u = static_cast<std::make_unsigned_t<T>>(u >> 1); }
+  return n;
+}
+template <class T> inline T npc_clz(T a) {
+  std::make_unsigned_t<T> u = static_cast<std::make_unsigned_t<T>>(a);
+  int n = static_cast<int>(sizeof(T) * 8);
+  while (u != 0) { --n; u = static_cast<std::make_unsigned_t<T>>(u >> 1); }
+  return static_cast<T>(n);
+}
+template <class T> inline pred npc_is_finite(T a) { return std::isfinite(a) ? 1 : 0; }
+
+// Conversions. Float -> integer truncates toward zero; NaN gives 0; out of
+// range clamps. Integer -> narrower integer wraps.
+template <class To, class From> inline To npc_convert(From x) {
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (x != x) return 0;
+    if (x <= static_cast<From>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
+    if (x >= static_cast<From>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+template <class From> inline pred npc_to_pred(From x) { return x != 0 ? 1 : 0; }
+template <class To, class From> inline To npc_bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bitcast-convert between types of different sizes");
+  To y;
+  std::memcpy(&y, &x, sizeof y);
+  return y;
+}
+// Total order of floats (comparison_type TOTALORDER):
+// -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
+inline s32 npc_total_key(f32 x) { s32 i = npc_bitcast<s32>(x); return i < 0 ? (i ^ 0x7fffffff) : i; }
+inline s64 npc_total_key(f64 x) { s64 i = npc_bitcast<s64>(x); return i < 0 ? (i ^ 0x7fffffffffffffffLL) : i; }
+// A start index of dynamic-slice / dynamic-update-slice, clamped to [0, limit].
+template <class T> inline s64 npc_start_index(T x, s64 limit) {
+  s64 v = static_cast<s64>(x);
+  if constexpr (std::is_unsigned_v<T>) {
+    if (x > static_cast<T>(limit)) v = limit;
+  }
+  return v < 0 ? 0 : v > limit ? limit : v;
+}
+template <class T> inline void npc_copy(T* dst, const T* src, s64 n) {
+  if (n > 0) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+}
+
+}  // namespace
+)PRELUDE";
+
+}  // namespace npc::host

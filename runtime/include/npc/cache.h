@@ -1,0 +1,194 @@
+// The Neuron Persistent Cache: layout, entry states, flags hash, cache URL
+// resolution, and the store interface it lives behind.
+//
+// Layout (DESIGN.md section 2, compatible with libneuronxla):
+//   <root>/<compiler dir>/MODULE_<graph key>+<flags hash>/
+//       model.hlo_module.pb   serialized HloModuleProto (older caches: model.hlo.pb)
+//       compile_flags.json    the compiler flags, as Python's json.dumps(list) writes them
+//       <artifact>            model.neff (neuronx-cc) or model.so (host backend)
+//       model.done            empty; written last: the commit point
+//       model.log             compiler output of a failed compile
+//       model.lock            present while the entry is being compiled
+// <compiler dir> is `neuronxcc-<version>` for neuronx-cc, `<backend>-<version>`
+// for other backends. All paths handed to a Store are relative to <root> and
+// use '/'.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "npc/result.h"
+
+namespace npc::cache {
+
+inline constexpr std::string_view kDefaultCacheUrl = "/var/tmp/neuron-compile-cache";
+inline constexpr std::string_view kHloFile = "model.hlo_module.pb";
+inline constexpr std::string_view kLegacyHloFile = "model.hlo.pb";
+inline constexpr std::string_view kFlagsFile = "compile_flags.json";
+inline constexpr std::string_view kDoneFile = "model.done";
+inline constexpr std::string_view kLogFile = "model.log";
+inline constexpr std::string_view kLockFile = "model.lock";
+inline constexpr std::string_view kEntryPrefix = "MODULE_";
+
+// ---- compile flags -------------------------------------------------------
+
+// The text of compile_flags.json for `flags`: exactly what Python's
+// json.dumps(flags) prints (", " between items, non-ASCII as \uXXXX).
+std::string CompileFlagsJson(const std::vector<std::string>& flags);
+
+// Parses compile_flags.json text (a JSON list of strings). Errors name `source`.
+Result<std::vector<std::string>> ParseCompileFlagsJson(std::string_view text, const std::string& source);
+
+// First 8 lowercase hex digits of the MD5 of `compile_flags_json_text`.
+// FlagsHash(R"(["--target=trn1"])") == "e30acd3a"; FlagsHash("") == "d41d8cd9".
+std::string FlagsHash(std::string_view compile_flags_json_text);
+
+// NEURON_CC_FLAGS split into the flags the cache layer consumes and the flags
+// passed to the compiler (everything else, in order). Both `--flag=value` and
+// `--flag value` forms are accepted for the valued flags.
+struct CacheFlags {
+  std::optional<std::string> cache_dir;        // --cache_dir
+  bool no_cache = false;                       // --no_cache
+  bool retry_failed_compilation = false;       // --retry_failed_compilation
+  std::optional<std::string> log_level;        // --log_level
+  std::optional<std::string> dump;             // --dump
+  std::optional<std::string> compile_workdir;  // --compile_workdir
+  std::optional<std::string> cache_size;       // --cache_size (historic; ignored)
+  std::optional<std::string> cache_ttl;        // --cache_ttl (historic; ignored)
+  std::vector<std::string> compiler_flags;
+};
+
+// Splits `neuron_cc_flags` into words as a POSIX shell would (quotes and
+// backslashes; no expansion). Errors: an unterminated quote.
+Result<std::vector<std::string>> ShellSplit(std::string_view text);
+Result<CacheFlags> ParseNeuronCcFlags(std::string_view neuron_cc_flags);
+
+// The cache root URL: --cache_dir in NEURON_CC_FLAGS, else
+// NEURON_COMPILE_CACHE_URL, else kDefaultCacheUrl. Null or empty arguments
+// count as unset.
+std::string ResolveCacheUrl(const CacheFlags& flags, const char* neuron_compile_cache_url);
+
+// ---- entries ---------------------------------------------------------------
+
+enum class EntryState {
+  kTodo,    // an HLO, no artifact, no log: needs compiling
+  kLocked,  // a live process holds the entry's lock
+  kDone,    // artifact and model.done
+  kFailed,  // model.log and no artifact: a cached failure
+  kEmpty,   // no HLO and nothing else npc understands (ignored)
+};
+std::string_view EntryStateName(EntryState state);  // "TODO", "LOCKED", "DONE", "FAILED", "EMPTY"
+
+struct EntryRef {
+  std::string compiler_dir;  // e.g. "neuronxcc-2.16.372.0+4a9b2326", "host-gcc-12.2.0-cg1"
+  std::string graph_key;     // decimal uint64 (torch-xla's or CanonicalGraphKey)
+  std::string flags_hash;    // 8 hex digits
+
+  // "<compiler_dir>/MODULE_<graph_key>+<flags_hash>"
+  std::string dir() const;
+  std::string file(std::string_view name) const { return dir() + "/" + std::string(name); }
+};
+
+// Parses a directory name "MODULE_<key>+<hash>"; nullopt for anything else.
+std::optional<EntryRef> ParseEntryDirName(const std::string& compiler_dir, std::string_view name);
+
+// ---- stores ---------------------------------------------------------------
+
+// An exclusive lock on one cache entry. Released (and its lock object removed)
+// when destroyed. A lock whose owner died is never an obstacle: the store
+// detects it and lets the next TryLock take it over.
+class EntryLock {
+ public:
+  virtual ~EntryLock() = default;
+};
+
+// Where the cache lives. Paths are relative to the root ("a/b/c").
+// Implementations: LocalStore (a directory); S3 (later).
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // The root URL or path, for messages.
+  virtual std::string url() const = 0;
+
+  // true when `path` exists (file or directory).
+  virtual Result<bool> Exists(const std::string& path) = 0;
+  virtual Result<std::string> Read(const std::string& path) = 0;
+  // Size in bytes of a file.
+  virtual Result<int64_t> Size(const std::string& path) = 0;
+  // Writes `data` so that a reader sees either nothing or all of it (temporary
+  // name, then rename). Creates missing parent directories.
+  virtual Status WriteAtomic(const std::string& path, std::string_view data) = 0;
+  // Moves or copies the local file `local_path` into `path` atomically. The
+  // local file may be consumed (renamed away).
+  virtual Status PutFileAtomic(const std::string& path, const std::string& local_path) = 0;
+  // Names of the immediate children of directory `path` (sorted); an absent
+  // directory lists as empty.
+  virtual Result<std::vector<std::string>> List(const std::string& path) = 0;
+  // Removes a file; absent is not an error.
+  virtual Status Remove(const std::string& path) = 0;
+  // Removes a directory tree; absent is not an error.
+  virtual Status RemoveTree(const std::string& path) = 0;
+
+  // Tries to take the lock of the entry directory `entry_dir` without waiting.
+  // Returns nullptr when another live process holds it.
+  virtual Result<std::unique_ptr<EntryLock>> TryLock(const std::string& entry_dir) = 0;
+  // true when a live process holds the lock of `entry_dir` (never writes).
+  virtual Result<bool> IsLocked(const std::string& entry_dir) = 0;
+
+  // A path on the local file system where `path` can be read directly, when
+  // the store has one (LocalStore); nullopt otherwise.
+  virtual std::optional<std::string> LocalPath(const std::string& path) const = 0;
+};
+
+// A cache directory on a local (or network) file system. Locks are `flock`s
+// on `<entry>/model.lock`, removed on release; a lock file left behind by a
+// dead process is not held by anyone and is taken over. Reads never write,
+// so lookups work on a read-only cache.
+class LocalStore : public Store {
+ public:
+  explicit LocalStore(std::string root);
+  const std::string& root() const { return root_; }
+
+  std::string url() const override { return root_; }
+  Result<bool> Exists(const std::string& path) override;
+  Result<std::string> Read(const std::string& path) override;
+  Result<int64_t> Size(const std::string& path) override;
+  Status WriteAtomic(const std::string& path, std::string_view data) override;
+  Status PutFileAtomic(const std::string& path, const std::string& local_path) override;
+  Result<std::vector<std::string>> List(const std::string& path) override;
+  Status Remove(const std::string& path) override;
+  Status RemoveTree(const std::string& path) override;
+  Result<std::unique_ptr<EntryLock>> TryLock(const std::string& entry_dir) override;
+  Result<bool> IsLocked(const std::string& entry_dir) override;
+  std::optional<std::string> LocalPath(const std::string& path) const override;
+
+ private:
+  std::string Abs(const std::string& path) const;
+  std::string root_;
+};
+
+// Opens the store for a cache URL: a local path (or file:// URL) gives a
+// LocalStore; s3:// is not supported yet (clear error).
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+// ---- entry-level operations -------------------------------------------------
+
+// The state of one entry (see EntryState). `artifact_name` is the backend's
+// artifact file name (model.neff, model.so).
+Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::string_view artifact_name);
+
+// The entry's HLO file name: kHloFile, or kLegacyHloFile when only that exists;
+// nullopt when neither.
+Result<std::optional<std::string>> FindHloFile(Store& store, const EntryRef& entry);
+
+// Writes the HLO and compile_flags.json of a new entry (each atomically).
+// Existing files are left alone.
+Status PutEntryInputs(Store& store, const EntryRef& entry, std::string_view hlo_bytes,
+                      std::string_view compile_flags_json);
+
+}  // namespace npc::cache

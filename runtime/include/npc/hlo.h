@@ -1,0 +1,56 @@
+// HLO modules: reading them from files, validating them, and the canonical
+// graph key.
+//
+// Formats read (see ReadHloModuleFile):
+//  - serialized `HloModuleProto` (`model.hlo_module.pb`, older `model.hlo.pb`);
+//  - serialized `HloProto` (a wrapper whose field 1 is the module);
+//  - either of the above compressed with gzip;
+//  - XLA's HLO text format (`HloModule name, ...`).
+// Field numbers follow XLA's hlo.proto / xla_data.proto (see runtime/hlo/hlo.proto).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "npc/hlo.pb.h"  // generated from runtime/hlo/hlo.proto
+#include "npc/result.h"
+
+namespace npc::hlo {
+
+// Parses `bytes` in any of the formats above. `source_name` (usually the file
+// path) is named in every error. Errors: not a known format, truncated or
+// corrupt protobuf, a gzip stream that does not inflate, a module that fails
+// ValidateModule.
+Result<xla::HloModuleProto> ParseHloModule(std::string_view bytes, const std::string& source_name);
+
+// Reads `path` and parses it with ParseHloModule. Errors name the file.
+Result<xla::HloModuleProto> ReadHloModuleFile(const std::string& path);
+
+// Structural checks that every consumer relies on: at least one computation,
+// an entry computation that exists (by id, else by name, else the last
+// computation as XLA does), unique instruction ids within a computation,
+// operand and called-computation ids that resolve, a root that exists, every
+// instruction with an opcode and a shape. Errors name `source_name`.
+Status ValidateModule(const xla::HloModuleProto& module, const std::string& source_name);
+
+// The entry computation (see ValidateModule for how it is found); nullptr when
+// there is none.
+const xla::HloComputationProto* EntryComputation(const xla::HloModuleProto& module);
+
+// The canonical graph key: an unsigned 64-bit decimal string, the first 8
+// bytes (big-endian) of the SHA-256 of a canonical serialization of the
+// module. The canonical form ignores module, computation and instruction
+// names and ids, instruction order that does not change the dataflow, and
+// `metadata`; it includes opcodes, shapes (with layouts), literals, every
+// attribute, operand order, called computations, and the module's
+// input/output aliasing. Stable across runs, machines and builds.
+std::string CanonicalGraphKey(const xla::HloModuleProto& module);
+
+// Number of elements of an array shape (1 for a scalar; 0 for a tuple).
+int64_t ElementCount(const xla::ShapeProto& shape);
+
+// XLA's text form of a shape, e.g. "f32[4,8]{1,0}", "(f32[], s32[2])".
+std::string ShapeToString(const xla::ShapeProto& shape);
+
+}  // namespace npc::hlo
