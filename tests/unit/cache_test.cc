@@ -1,0 +1,241 @@
+// Unit tests of runtime/cache: flags hash, compile_flags.json, NEURON_CC_FLAGS,
+// cache URL resolution, the local store, entry locks and entry states.
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "npc/cache.h"
+#include "support/test_support.h"
+
+namespace npc::cache {
+namespace {
+
+using npc::testing::TempDir;
+
+TEST(FlagsHash, MatchesNeuronVectors) {
+  EXPECT_EQ(FlagsHash(R"(["--target=trn1"])"), "e30acd3a");
+  EXPECT_EQ(FlagsHash(""), "d41d8cd9");
+  EXPECT_EQ(FlagsHash(CompileFlagsJson({"--model-type=transformer"})), "abb26765");
+  EXPECT_EQ(FlagsHash(CompileFlagsJson({"--target=trn1"})), "e30acd3a");
+}
+
+TEST(CompileFlagsJson, WritesPythonJsonDumpsForm) {
+  EXPECT_EQ(CompileFlagsJson({}), "[]");
+  EXPECT_EQ(CompileFlagsJson({"--a", "-O2"}), R"(["--a", "-O2"])");
+  EXPECT_EQ(CompileFlagsJson({"say \"hi\"\\"}), R"(["say \"hi\"\\"])");
+  EXPECT_EQ(CompileFlagsJson({"tab\tnl\n"}), R"(["tab\tnl\n"])");
+  EXPECT_EQ(CompileFlagsJson({"\x01"}), R"(["\u0001"])");
+  // Non-ASCII is escaped as Python's ensure_ascii does, astral planes as surrogate pairs.
+  EXPECT_EQ(CompileFlagsJson({"caf\xc3\xa9"}), R"(["caf\u00e9"])");
+  EXPECT_EQ(CompileFlagsJson({"\xf0\x9f\x98\x80"}), R"(["\ud83d\ude00"])");
+}
+
+TEST(CompileFlagsJson, ParsesBackAndRejectsBadText) {
+  auto flags = ParseCompileFlagsJson(R"(["--a", "caf\u00e9"])", "f.json");
+  ASSERT_TRUE(flags.ok());
+  EXPECT_EQ(*flags, (std::vector<std::string>{"--a", "caf\xc3\xa9"}));
+  auto bad = ParseCompileFlagsJson("[\"--a\"", "dir/compile_flags.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("dir/compile_flags.json"), std::string::npos);
+  auto not_list = ParseCompileFlagsJson(R"({"a": 1})", "x.json");
+  ASSERT_FALSE(not_list.ok());
+  auto not_strings = ParseCompileFlagsJson(R"([1])", "x.json");
+  ASSERT_FALSE(not_strings.ok());
+}
+
+TEST(NeuronCcFlags, SplitsCacheFlagsFromCompilerFlags) {
+  auto flags = ParseNeuronCcFlags(
+      "--model-type=transformer --cache_dir=/c --retry_failed_compilation -O1 --log_level INFO "
+      "--no_cache --dump=/d --compile_workdir /w --cache_size=10 --cache_ttl 5 '--x=a b'");
+  ASSERT_TRUE(flags.ok());
+  EXPECT_EQ(flags->cache_dir, "/c");
+  EXPECT_TRUE(flags->retry_failed_compilation);
+  EXPECT_TRUE(flags->no_cache);
+  EXPECT_EQ(flags->log_level, "INFO");
+  EXPECT_EQ(flags->dump, "/d");
+  EXPECT_EQ(flags->compile_workdir, "/w");
+  EXPECT_EQ(flags->cache_size, "10");
+  EXPECT_EQ(flags->cache_ttl, "5");
+  EXPECT_EQ(flags->compiler_flags, (std::vector<std::string>{"--model-type=transformer", "-O1", "--x=a b"}));
+}
+
+TEST(NeuronCcFlags, ErrorsOnUnterminatedQuoteAndMissingValue) {
+  EXPECT_FALSE(ParseNeuronCcFlags("--a 'b").ok());
+  EXPECT_FALSE(ParseNeuronCcFlags("--cache_dir").ok());
+}
+
+TEST(ResolveCacheUrl, FlagBeatsEnvironmentBeatsDefault) {
+  CacheFlags with_dir;
+  with_dir.cache_dir = "s3://bucket/prefix";
+  EXPECT_EQ(ResolveCacheUrl(with_dir, "/env/cache"), "s3://bucket/prefix");
+  EXPECT_EQ(ResolveCacheUrl(CacheFlags{}, "/env/cache"), "/env/cache");
+  EXPECT_EQ(ResolveCacheUrl(CacheFlags{}, ""), "/var/tmp/neuron-compile-cache");
+  EXPECT_EQ(ResolveCacheUrl(CacheFlags{}, nullptr), "/var/tmp/neuron-compile-cache");
+}
+
+TEST(EntryRef, DirectoryNamesRoundTrip) {
+  EntryRef ref{"neuronxcc-2.16.372.0+4a9b2326", "1234567890", "e30acd3a"};
+  EXPECT_EQ(ref.dir(), "neuronxcc-2.16.372.0+4a9b2326/MODULE_1234567890+e30acd3a");
+  auto parsed = ParseEntryDirName(ref.compiler_dir, "MODULE_1234567890+e30acd3a");
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->graph_key, "1234567890");
+  EXPECT_EQ(parsed->flags_hash, "e30acd3a");
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_nohash").has_value());
+  EXPECT_FALSE(ParseEntryDirName("c", "notes.txt").has_value());
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_+abc").has_value());
+}
+
+TEST(LocalStore, WritesAtomicallyAndLists) {
+  TempDir dir;
+  LocalStore store(dir.path());
+  ASSERT_TRUE(store.WriteAtomic("a/b/file.txt", "hello").ok());
+  auto data = store.Read("a/b/file.txt");
+  ASSERT_TRUE(data.ok());
+  EXPECT_EQ(*data, "hello");
+  ASSERT_TRUE(store.WriteAtomic("a/b/file.txt", "replaced").ok());
+  EXPECT_EQ(*store.Read("a/b/file.txt"), "replaced");
+  // No temporary files are left beside it.
+  auto names = store.List("a/b");
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, std::vector<std::string>{"file.txt"});
+  EXPECT_TRUE(store.List("absent")->empty());
+  EXPECT_FALSE(*store.Exists("a/b/nope"));
+  EXPECT_FALSE(store.Read("a/b/nope").ok());
+  ASSERT_TRUE(store.Remove("a/b/file.txt").ok());
+  EXPECT_TRUE(store.Remove("a/b/file.txt").ok());  // absent is fine
+}
+
+TEST(LocalStore, PutFileAtomicMovesTheFileIn) {
+  TempDir dir;
+  LocalStore store(dir.Sub("cache"));
+  ASSERT_TRUE(npc::testing::WriteFile(dir.Sub("artifact.tmp"), "ARTIFACT"));
+  ASSERT_TRUE(store.PutFileAtomic("x/model.so", dir.Sub("artifact.tmp")).ok());
+  EXPECT_EQ(*store.Read("x/model.so"), "ARTIFACT");
+}
+
+TEST(LocalStore, LockIsExclusiveAndRemovedOnRelease) {
+  TempDir dir;
+  LocalStore store(dir.path());
+  auto first = store.TryLock("e");
+  ASSERT_TRUE(first.ok());
+  ASSERT_NE(*first, nullptr);
+  EXPECT_TRUE(*store.IsLocked("e"));
+  EXPECT_TRUE(npc::testing::FileExists(dir.Sub("e/model.lock")));
+
+  // flock locks belong to open file descriptions: a second TryLock, even in
+  // this process, sees the lock held.
+  auto second = store.TryLock("e");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, nullptr);
+
+  first->reset();
+  EXPECT_FALSE(npc::testing::FileExists(dir.Sub("e/model.lock")));
+  EXPECT_FALSE(*store.IsLocked("e"));
+  auto third = store.TryLock("e");
+  ASSERT_TRUE(third.ok());
+  EXPECT_NE(*third, nullptr);
+}
+
+TEST(LocalStore, LockFileOfADeadProcessIsTakenOver) {
+  TempDir dir;
+  LocalStore store(dir.path());
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    LocalStore child_store(dir.path());
+    auto lock = child_store.TryLock("e");
+    // Die holding the lock, without running destructors (like kill -9).
+    _exit(lock.ok() && *lock ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // The lock file is still there, but nobody holds it.
+  EXPECT_TRUE(npc::testing::FileExists(dir.Sub("e/model.lock")));
+  EXPECT_FALSE(*store.IsLocked("e"));
+  auto lock = store.TryLock("e");
+  ASSERT_TRUE(lock.ok());
+  EXPECT_NE(*lock, nullptr);
+}
+
+class EntryStateTest : public ::testing::Test {
+ protected:
+  void Put(const std::string& name, const std::string& data = "x") {
+    ASSERT_TRUE(store.WriteAtomic(entry.file(name), data).ok());
+  }
+  EntryState State() {
+    auto s = GetEntryState(store, entry, "model.so");
+    EXPECT_TRUE(s.ok());
+    return s.ok() ? *s : EntryState::kEmpty;
+  }
+  TempDir dir;
+  LocalStore store{dir.path()};
+  EntryRef entry{"host-x", "42", "d41d8cd9"};
+};
+
+TEST_F(EntryStateTest, FollowsTheFilesOfTheEntry) {
+  EXPECT_EQ(State(), EntryState::kEmpty);
+  Put("notes.txt");  // unknown files are ignored
+  EXPECT_EQ(State(), EntryState::kEmpty);
+  Put("model.hlo.pb");  // the older HLO name counts
+  EXPECT_EQ(State(), EntryState::kTodo);
+  Put("model.log");
+  EXPECT_EQ(State(), EntryState::kFailed);
+  Put("model.so");
+  EXPECT_EQ(State(), EntryState::kTodo);  // artifact without model.done: not committed
+  Put("model.done", "");
+  EXPECT_EQ(State(), EntryState::kDone);
+}
+
+TEST_F(EntryStateTest, LockedOnlyWhileALiveProcessHoldsTheLock) {
+  Put("model.hlo_module.pb");
+  {
+    auto lock = store.TryLock(entry.dir());
+    ASSERT_TRUE(lock.ok() && *lock);
+    EXPECT_EQ(State(), EntryState::kLocked);
+  }
+  EXPECT_EQ(State(), EntryState::kTodo);
+  // A lock file nobody holds (left by a crash) does not make it LOCKED.
+  Put("model.lock", "pid 1\n");
+  EXPECT_EQ(State(), EntryState::kTodo);
+}
+
+TEST_F(EntryStateTest, LookupsWorkOnAReadOnlyCache) {
+  if (geteuid() == 0) {
+    // root ignores permission bits; a read-only bind mount is not available here.
+    GTEST_SKIP() << "running as root: directory permissions do not stop writes, so read-only cannot be simulated";
+  }
+  Put("model.hlo_module.pb");
+  Put("model.so");
+  Put("model.done", "");
+  ASSERT_EQ(chmod(store.LocalPath(entry.dir())->c_str(), 0555), 0);
+  EXPECT_EQ(State(), EntryState::kDone);
+  chmod(store.LocalPath(entry.dir())->c_str(), 0755);
+}
+
+TEST_F(EntryStateTest, PutEntryInputsKeepsExistingFiles) {
+  ASSERT_TRUE(PutEntryInputs(store, entry, "HLO1", "[]").ok());
+  ASSERT_TRUE(PutEntryInputs(store, entry, "HLO2", "[\"x\"]").ok());
+  EXPECT_EQ(*store.Read(entry.file("model.hlo_module.pb")), "HLO1");
+  EXPECT_EQ(*store.Read(entry.file("compile_flags.json")), "[]");
+  auto hlo = FindHloFile(store, entry);
+  ASSERT_TRUE(hlo.ok());
+  EXPECT_EQ(hlo->value_or(""), "model.hlo_module.pb");
+}
+
+TEST(OpenStore, LocalPathsAndUnsupportedSchemes) {
+  TempDir dir;
+  auto local = OpenStore(dir.path());
+  ASSERT_TRUE(local.ok());
+  EXPECT_EQ((*local)->url(), dir.path());
+  auto file_url = OpenStore("file://" + dir.path());
+  ASSERT_TRUE(file_url.ok());
+  EXPECT_EQ((*file_url)->url(), dir.path());
+  EXPECT_FALSE(OpenStore("gs://bucket/x").ok());
+}
+
+}  // namespace
+}  // namespace npc::cache
