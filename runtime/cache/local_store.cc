@@ -220,18 +220,4 @@ Result<bool> LocalStore::IsLocked(const std::string& entry_dir) {
   return locked;
 }
 
-Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
-  if (url.rfind("s3://", 0) == 0) {
-    return MakeError("cache URL " + url + ": S3 caches are not supported by this build yet");
-  }
-  std::string path = url;
-  if (path.rfind("file://", 0) == 0) path = path.substr(7);
-  if (path.empty()) return MakeError("empty cache path");
-  if (path.find("://") != std::string::npos) return MakeError("cache URL " + url + ": unsupported scheme");
-  std::error_code ec;
-  fs::path abs = fs::absolute(path, ec);
-  if (ec) return MakeError("cache path " + url + ": " + ec.message());
-  return std::unique_ptr<Store>(new LocalStore(abs.lexically_normal().string()));
-}
-
 }  // namespace npc::cache

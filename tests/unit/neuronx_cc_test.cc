@@ -18,15 +18,15 @@ using npc::testing::WriteFile;
 // --output file (unless FAKE_FAIL is in the flags).
 std::string MakeFakeNeuronxCc(const TempDir& dir) {
   const std::string path = dir.Sub("bin/neuronx-cc");
-  WriteFile(path, R"(#!/bin/sh
+  WriteFile(path, R"SH(#!/bin/sh
 if [ "$1" = "--version" ]; then
   echo "NeuronX Compiler version 2.16.372.0+4a9b2326"
   echo ""
   echo "Python version 3.10.12"
   exit 0
 fi
-printf '%s\n' "$@" > )" + dir.Sub("argv.txt") + R"(
-pwd > )" + dir.Sub("cwd.txt") + R"(
+printf '%s\n' "$@" > )SH" + dir.Sub("argv.txt") + R"SH(
+pwd > )SH" + dir.Sub("cwd.txt") + R"SH(
 out=""
 prev=""
 for a in "$@"; do
@@ -35,7 +35,7 @@ for a in "$@"; do
   prev="$a"
 done
 echo NEFF > "$out"
-)");
+)SH");
   chmod(path.c_str(), 0755);
   return path;
 }

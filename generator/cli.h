@@ -1,0 +1,58 @@
+// Command-line front ends of the generator (DESIGN.md sections 1 and 3).
+//
+//   neuron_parallel_compile [options] [--] <training command...>
+//     --command all|collect-and-compile|collect|compile|clean|clear-locks|scan  (default all)
+//   npc <verb> [options] [--] [training command...]
+//     verbs: collect, compile, all, generate, scan, clean, clear-locks, compile-entry
+//
+// Option parsing stops at the first word that is not an option (or value of
+// one), or at "--": everything from there on is the training command, passed
+// on untouched (`neuron_parallel_compile python train.py --lr 0.1` runs
+// `python train.py --lr 0.1`).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "npc/result.h"
+
+namespace npc::tool {
+
+struct ToolOptions {
+  std::string verb = "all";            // collect, compile, all, generate, scan, clean, clear-locks, compile-entry
+  std::string cache_dir;               // --cache_dir / --cache; empty: NEURON_CC_FLAGS, NEURON_COMPILE_CACHE_URL, default
+  std::string build_dir;               // --build_dir; empty: <cache root>/<compiler dir>/.npc-build
+  std::string backend;                 // --backend; empty: NPC_BACKEND, else "host"
+  std::string compiler;                // --compiler; empty: NPC_COMPILER, else the backend's default
+  std::string compiler_dir;            // --compiler_dir; empty: asked from the compiler
+  std::optional<int> num_parallel;     // --num_parallel
+  std::string log_level;               // --log_level
+  bool retry_failed_compilation = false;
+  bool json = false;                   // scan --json
+  std::string entry;                   // compile-entry --entry <compiler dir>/MODULE_<key>+<hash>
+  std::vector<std::string> command;    // the training command
+};
+
+// What parsing decided: run `options`, or exit now with `exit_status` after
+// printing `message` (help text to stdout when exit_status is 0, else an
+// error to stderr).
+struct ParsedCommandLine {
+  ToolOptions options;
+  bool exit_now = false;
+  int exit_status = 0;
+  std::string message;
+};
+
+// argv[0] is the program name.
+ParsedCommandLine ParseNeuronParallelCompileArgs(const std::vector<std::string>& argv);
+ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv);
+
+// Runs a parsed command; returns the process exit status.
+int RunTool(const ToolOptions& options);
+
+// main() of the two executables.
+int NeuronParallelCompileMain(int argc, char** argv);
+int NpcMain(int argc, char** argv);
+
+}  // namespace npc::tool

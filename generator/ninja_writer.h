@@ -1,0 +1,61 @@
+// build.ninja for one compiler directory of the cache: one build edge per
+// HLO module to compile (DESIGN.md section 1, steps 2 and 3).
+//
+// The file is a pure function of its NinjaFileSpec: no timestamps, edges in
+// the given order, so the same cache state gives byte-identical output.
+//
+// Shape of the output:
+//   npc = <npc executable>                      (shell-quoted, ninja-escaped)
+//   pool compile_pool
+//     depth = <pool depth>
+//   rule npc_generate   (generator = 1): re-scans the cache, rewrites build.ninja
+//   rule npc_compile    (pool compile_pool, restat = 1): `npc compile-entry ...`
+//   build build.ninja: npc_generate <compiler dir>     (a directory's mtime changes
+//                                                      when an entry is added)
+//   build <entry>/model.done: npc_compile <entry>/<hlo file> <entry>/compile_flags.json
+//     entry = <compiler dir>/MODULE_<key>+<hash>
+//     key = <graph key>
+//   build all: phony <every model.done>
+//   default all
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "npc/result.h"
+
+namespace npc::tool {
+
+// Escapes a path for a build statement ("build <outputs>: rule <inputs>"):
+// '$' -> "$$", ' ' -> "$ ", ':' -> "$:". Errors: a newline or NUL (ninja
+// cannot express them), naming the path.
+Result<std::string> NinjaEscapePath(std::string_view path);
+
+// Escapes text for the value of a ninja variable (e.g. a command): '$' -> "$$".
+// Errors: a newline or NUL.
+Result<std::string> NinjaEscapeValue(std::string_view text);
+
+struct NinjaCompileEdge {
+  std::string output;               // absolute path of the entry's model.done
+  std::vector<std::string> inputs;  // absolute paths: the HLO file, compile_flags.json
+  std::string entry;                // entry directory relative to the cache root
+  std::string graph_key;            // for the description "NPC <graph key>"
+};
+
+struct NinjaFileSpec {
+  std::string npc_program;                    // absolute path of the npc executable
+  // Arguments after "<npc> compile-entry", shared by every compile edge
+  // (--cache, --build_dir, --backend, ...); "--entry <dir>" is appended per edge.
+  std::vector<std::string> compile_args;
+  // Arguments after "<npc> generate" that rewrite this file.
+  std::vector<std::string> generate_args;
+  std::string compiler_dir_path;              // absolute path of <cache root>/<compiler dir> (generator input)
+  int pool_depth = 1;                         // depth of compile_pool (>= 1)
+  std::vector<NinjaCompileEdge> edges;        // in the order to write (costliest first)
+};
+
+// The text of build.ninja. Errors: a path or argument ninja cannot express.
+Result<std::string> RenderNinjaFile(const NinjaFileSpec& spec);
+
+}  // namespace npc::tool

@@ -1,0 +1,124 @@
+#include "generator/results.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace npc::tool {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json RecordToJson(const EntryResultRecord& r) {
+  return json{{"entry", r.entry},
+              {"hlo_path", r.hlo_path},
+              {"status", r.status},
+              {"ok", r.ok},
+              {"retries", r.retries},
+              {"compile_time", r.compile_time},
+              {"peak_rss_bytes", r.peak_rss_bytes},
+              {"end_time", r.end_time},
+              {"log_path", r.log_path},
+              {"message", r.message}};
+}
+
+Result<EntryResultRecord> RecordFromJson(const std::string& text, const std::string& source) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return MakeError(source + ": not a JSON object");
+  EntryResultRecord r;
+  try {
+    r.entry = j.value("entry", "");
+    r.hlo_path = j.value("hlo_path", "");
+    r.status = j.value("status", "");
+    r.ok = j.value("ok", false);
+    r.retries = j.value("retries", 0);
+    r.compile_time = j.value("compile_time", 0.0);
+    r.peak_rss_bytes = j.value("peak_rss_bytes", int64_t{0});
+    r.end_time = j.value("end_time", 0.0);
+    r.log_path = j.value("log_path", "");
+    r.message = j.value("message", "");
+  } catch (const json::exception& e) {
+    return MakeError(source + ": " + e.what());
+  }
+  return r;
+}
+
+std::string ResultRecordPath(const std::string& build_dir, const std::string& entry) {
+  std::string name = entry;
+  size_t slash = name.rfind('/');
+  if (slash != std::string::npos) name = name.substr(slash + 1);
+  return build_dir + "/results/" + name + ".json";
+}
+
+Status WriteResultRecord(const std::string& build_dir, const EntryResultRecord& record) {
+  std::string path = ResultRecordPath(build_dir, record.entry);
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (ec) return MakeError("cannot create " + fs::path(path).parent_path().string() + ": " + ec.message());
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << RecordToJson(record).dump(2) << "\n";
+    out.close();
+    if (!out) {
+      fs::remove(tmp, ec);
+      return MakeError("cannot write " + tmp);
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return MakeError("cannot rename " + tmp + " to " + path);
+  }
+  return {};
+}
+
+std::optional<EntryResultRecord> ReadResultRecord(const std::string& build_dir, const std::string& entry) {
+  std::string path = ResultRecordPath(build_dir, entry);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto r = RecordFromJson(ss.str(), path);
+  if (!r) return std::nullopt;
+  return std::move(r).value();
+}
+
+int64_t CompileSummary::succeeded() const {
+  int64_t n = 0;
+  for (const auto& i : items) n += i.ok ? 1 : 0;
+  return n;
+}
+
+int64_t CompileSummary::failed() const { return total() - succeeded(); }
+
+nlohmann::ordered_json SummaryToJson(const CompileSummary& s) {
+  using ojson = nlohmann::ordered_json;
+  ojson report = ojson::object();
+  for (const auto& i : s.items) {
+    ojson item{{"status", i.ok}, {"retry", i.retry}, {"compile_time", i.compile_time}, {"detail", i.detail}};
+    if (!i.log_path.empty()) item["log"] = i.log_path;
+    report[i.hlo_path] = std::move(item);
+  }
+  ojson counts = ojson::object();
+  if (s.succeeded() > 0) counts["true"] = s.succeeded();
+  if (s.failed() > 0) counts["false"] = s.failed();
+  return ojson{{"compilation_summary", counts},
+              {"compilation_report", report},
+              {"start_time", s.start_time},
+              {"compilation_time", s.compilation_time}};
+}
+
+int ExitStatusForFailures(int64_t failures) {
+  if (failures <= 0) return 0;
+  return failures > 255 ? 255 : static_cast<int>(failures);
+}
+
+double EpochSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace npc::tool
