@@ -206,16 +206,30 @@ TEST_F(EntryStateTest, LockedOnlyWhileALiveProcessHoldsTheLock) {
 }
 
 TEST_F(EntryStateTest, LookupsWorkOnAReadOnlyCache) {
-  if (geteuid() == 0) {
-    // root ignores permission bits; a read-only bind mount is not available here.
-    GTEST_SKIP() << "running as root: directory permissions do not stop writes, so read-only cannot be simulated";
-  }
   Put("model.hlo_module.pb");
   Put("model.so");
   Put("model.done", "");
-  ASSERT_EQ(chmod(store.LocalPath(entry.dir())->c_str(), 0555), 0);
-  EXPECT_EQ(State(), EntryState::kDone);
-  chmod(store.LocalPath(entry.dir())->c_str(), 0755);
+  Put("model.lock", "pid 1\n");  // a stale lock file: the lookup must not need to write to see past it
+  ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
+  for (const std::string& d : {std::string("host-x"), entry.dir()}) {
+    ASSERT_EQ(chmod(store.LocalPath(d)->c_str(), 0555), 0);
+  }
+  // Look up in a child that cannot write: as root, it drops to user nobody
+  // (root ignores permission bits).
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(10);
+    if (access(store.LocalPath(entry.dir())->c_str(), W_OK) == 0) _exit(11);  // really read-only
+    LocalStore reader(dir.path());
+    auto state = GetEntryState(reader, entry, "model.so");
+    _exit(state.ok() && *state == EntryState::kDone ? 0 : 12);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  for (const std::string& d : {std::string("host-x"), entry.dir()}) chmod(store.LocalPath(d)->c_str(), 0755);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: cannot drop privileges, 11: directory writable, 12: lookup failed";
 }
 
 TEST_F(EntryStateTest, PutEntryInputsKeepsExistingFiles) {
