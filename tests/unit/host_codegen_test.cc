@@ -1,0 +1,431 @@
+// The host backend's ops, end to end: HloBuilder -> GenerateCpp -> the real
+// C++ compiler -> HostExecutable::Run, checked against values worked out by
+// hand. Several ops share one module to keep the number of compiles small.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "host/host_backend.h"
+#include "npc/hlo_builder.h"
+#include "support/test_support.h"
+
+namespace npc {
+namespace {
+
+using hlo::HloBuilder;
+using hlo::Op;
+using testing::TempDir;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr int32_t kIntMin = std::numeric_limits<int32_t>::min();
+constexpr int32_t kIntMax = std::numeric_limits<int32_t>::max();
+
+template <class T>
+Tensor MakeTensor(xla::PrimitiveType type, std::vector<int64_t> dims, const std::vector<T>& values) {
+  Tensor t = ZeroTensor(type, std::move(dims));
+  EXPECT_EQ(static_cast<int64_t>(values.size()), t.element_count());
+  EXPECT_EQ(sizeof(T), static_cast<size_t>(ElementSize(type)));
+  if (!values.empty()) std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+  return t;
+}
+Tensor F32(std::vector<int64_t> dims, const std::vector<float>& v) { return MakeTensor(xla::F32, std::move(dims), v); }
+Tensor S32(std::vector<int64_t> dims, const std::vector<int32_t>& v) { return MakeTensor(xla::S32, std::move(dims), v); }
+
+template <class T>
+std::vector<T> Values(const Tensor& t) {
+  EXPECT_EQ(sizeof(T), static_cast<size_t>(ElementSize(t.type))) << PrimitiveTypeName(t.type);
+  std::vector<T> out(t.element_count());
+  if (!out.empty()) std::memcpy(out.data(), t.bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+// Element-wise float comparison that treats NaN == NaN.
+void ExpectFloats(const Tensor& t, const std::vector<float>& want, float tolerance = 0, const std::string& what = "") {
+  auto got = Values<float>(t);
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "] = " << got[i];
+    } else if (tolerance == 0) {
+      EXPECT_EQ(got[i], want[i]) << what << " [" << i << "]";
+    } else {
+      EXPECT_NEAR(got[i], want[i], tolerance) << what << " [" << i << "]";
+    }
+  }
+}
+
+class HostCodegenTest : public ::testing::Test {
+ protected:
+  // Generates, compiles and loads `module`; nullptr (with a test failure) on error.
+  std::unique_ptr<host::HostExecutable> Compile(const xla::HloModuleProto& module) {
+    auto source = host::GenerateCpp(module);
+    if (!source) {
+      ADD_FAILURE() << source.error().message;
+      return nullptr;
+    }
+    const std::string dir = tmp_.Sub("m" + std::to_string(count_++));
+    if (!testing::WriteFile(dir + "/model.cc", *source)) return nullptr;
+    std::string log;
+    auto st = host::CompileSharedObject(host::DefaultCxx(), dir + "/model.cc", dir + "/model.so", &log);
+    if (!st) {
+      ADD_FAILURE() << st.error().message << "\n" << log;
+      return nullptr;
+    }
+    auto exe = host::HostExecutable::Load(dir + "/model.so");
+    if (!exe) {
+      ADD_FAILURE() << exe.error().message;
+      return nullptr;
+    }
+    return std::move(*exe);
+  }
+
+  std::vector<Tensor> CompileAndRun(const xla::HloModuleProto& module, const std::vector<Tensor>& args) {
+    auto exe = Compile(module);
+    if (!exe) return {};
+    auto out = exe->Run(args);
+    if (!out) {
+      ADD_FAILURE() << out.error().message;
+      return {};
+    }
+    EXPECT_EQ(out->size(), exe->outputs().size());
+    return std::move(*out);
+  }
+
+  TempDir tmp_{"npc-host-codegen"};
+  int count_ = 0;
+};
+
+TEST_F(HostCodegenTest, DotTransposeBroadcast) {
+  HloBuilder b("dot_transpose_broadcast");
+  Op x = b.Parameter(0, xla::F32, {2, 3}, "x");      // 1..6
+  Op y = b.Parameter(1, xla::F32, {3, 2}, "y");      // 7..12
+  Op l = b.Parameter(2, xla::F32, {2, 2, 3}, "l");   // 1..12
+  Op r = b.Parameter(3, xla::F32, {2, 3, 2}, "r");   // 1..12
+  Op z = b.Parameter(4, xla::F32, {2, 3, 4}, "z");   // 0..23
+  Op v = b.Parameter(5, xla::F32, {3}, "v");         // 1 2 3
+  Op u = b.Parameter(6, xla::F32, {2}, "u");         // 10 20
+  Op dot = b.Dot(x, y, {1}, {0});
+  Op batch_dot = b.Dot(l, r, {2}, {1}, {0}, {0});
+  Op yty = b.Dot(y, y, {0}, {0});                        // lhs contracting on its major dim
+  Op full = b.Dot(x, b.Reshape(y, {2, 3}), {0, 1}, {0, 1});  // two contracting dims -> scalar
+  Op tz = b.Transpose(z, {2, 0, 1});                     // [4,2,3]
+  Op bv = b.Broadcast(v, {2, 3}, {1});
+  Op bu = b.Broadcast(u, {2, 3}, {0});
+  Op bs = b.Broadcast(b.ConstantF32(5), {2, 2}, {});
+  Op bx = b.Broadcast(x, {2, 4, 3}, {0, 2});
+  auto m = b.Build(b.Tuple({dot, batch_dot, yty, full, tz, bv, bu, bs, bx}));
+
+  std::vector<float> seq12(12), seq24(24);
+  for (int i = 0; i < 12; ++i) seq12[i] = static_cast<float>(i + 1);
+  for (int i = 0; i < 24; ++i) seq24[i] = static_cast<float>(i);
+  auto out = CompileAndRun(m, {F32({2, 3}, {1, 2, 3, 4, 5, 6}), F32({3, 2}, {7, 8, 9, 10, 11, 12}),
+                               F32({2, 2, 3}, seq12), F32({2, 3, 2}, seq12), F32({2, 3, 4}, seq24),
+                               F32({3}, {1, 2, 3}), F32({2}, {10, 20})});
+  ASSERT_EQ(out.size(), 9u);
+  // [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]]
+  EXPECT_EQ(out[0].dims, (std::vector<int64_t>{2, 2}));
+  ExpectFloats(out[0], {58, 64, 139, 154}, 0, "dot");
+  EXPECT_EQ(out[1].dims, (std::vector<int64_t>{2, 2, 2}));
+  ExpectFloats(out[1], {22, 28, 49, 64, 220, 244, 301, 334}, 0, "batch dot");
+  // y^T y with y = [[7,8],[9,10],[11,12]]
+  ExpectFloats(out[2], {251, 278, 278, 308}, 0, "y^T y");
+  // sum of i * (i + 6) for i = 1..6
+  EXPECT_TRUE(out[3].dims.empty());
+  ExpectFloats(out[3], {217}, 0, "two contracting dims");
+  // out[a][b][c] = z[b][c][a] = 12b + 4c + a
+  ASSERT_EQ(out[4].dims, (std::vector<int64_t>{4, 2, 3}));
+  auto tz_values = Values<float>(out[4]);
+  EXPECT_EQ(tz_values[0 * 6 + 0 * 3 + 0], 0);
+  EXPECT_EQ(tz_values[1 * 6 + 0 * 3 + 0], 1);
+  EXPECT_EQ(tz_values[2 * 6 + 1 * 3 + 0], 14);
+  EXPECT_EQ(tz_values[0 * 6 + 1 * 3 + 1], 16);
+  EXPECT_EQ(tz_values[3 * 6 + 1 * 3 + 2], 23);
+  for (int a = 0; a < 4; ++a)
+    for (int bb = 0; bb < 2; ++bb)
+      for (int c = 0; c < 3; ++c) EXPECT_EQ(tz_values[a * 6 + bb * 3 + c], 12 * bb + 4 * c + a);
+  ExpectFloats(out[5], {1, 2, 3, 1, 2, 3}, 0, "broadcast [3] -> [2,3] dims {1}");
+  ExpectFloats(out[6], {10, 10, 10, 20, 20, 20}, 0, "broadcast [2] -> [2,3] dims {0}");
+  ExpectFloats(out[7], {5, 5, 5, 5}, 0, "broadcast scalar");
+  ExpectFloats(out[8], {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5, 6}, 0,
+               "broadcast [2,3] -> [2,4,3] dims {0,2}");
+}
+
+TEST_F(HostCodegenTest, FloatElementwise) {
+  HloBuilder b("float_elementwise");
+  Op a = b.Parameter(0, xla::F32, {4}, "a");  // 1 -2 3.5 0.25
+  Op c = b.Parameter(1, xla::F32, {4}, "c");  // 2 4 -0.5 0.25
+  Op p = b.Parameter(2, xla::F32, {4}, "p");  // 1 4 0.25 100
+  Op q = b.Parameter(3, xla::F32, {4}, "q");  // 3 0.5 -1 0
+  Op n = b.Parameter(4, xla::F32, {2}, "n");  // NaN 1
+  Op n2 = b.Parameter(5, xla::F32, {2}, "n2");  // 1 NaN
+  std::vector<Op> outs = {
+      b.Add(a, c), b.Sub(a, c), b.Mul(a, c), b.Div(a, c), b.Max(a, c), b.Binary("minimum", a, c), b.Neg(a),
+      b.Unary("abs", a), b.Unary("sign", a), b.Unary("floor", a), b.Unary("ceil", a),
+      b.Exp(a),
+      b.Log(p), b.Unary("sqrt", p), b.Unary("rsqrt", p), b.Unary("tanh", q), b.Binary("power", p, q),
+      b.Unary("logistic", q), b.Max(n, n2), b.Binary("minimum", n, n2)};
+  auto m = b.Build(b.Tuple(outs));
+  auto out = CompileAndRun(m, {F32({4}, {1, -2, 3.5f, 0.25f}), F32({4}, {2, 4, -0.5f, 0.25f}),
+                               F32({4}, {1, 4, 0.25f, 100}), F32({4}, {3, 0.5f, -1, 0}), F32({2}, {kNaN, 1}),
+                               F32({2}, {1, kNaN})});
+  ASSERT_EQ(out.size(), outs.size());
+  ExpectFloats(out[0], {3, 2, 3, 0.5f}, 0, "add");
+  ExpectFloats(out[1], {-1, -6, 4, 0}, 0, "subtract");
+  ExpectFloats(out[2], {2, -8, -1.75f, 0.0625f}, 0, "multiply");
+  ExpectFloats(out[3], {0.5f, -0.5f, -7, 1}, 0, "divide");
+  ExpectFloats(out[4], {2, 4, 3.5f, 0.25f}, 0, "maximum");
+  ExpectFloats(out[5], {1, -2, -0.5f, 0.25f}, 0, "minimum");
+  ExpectFloats(out[6], {-1, 2, -3.5f, -0.25f}, 0, "negate");
+  ExpectFloats(out[7], {1, 2, 3.5f, 0.25f}, 0, "abs");
+  ExpectFloats(out[8], {1, -1, 1, 1}, 0, "sign");
+  ExpectFloats(out[9], {1, -2, 3, 0}, 0, "floor");
+  ExpectFloats(out[10], {1, -2, 4, 1}, 0, "ceil");
+  ExpectFloats(out[11], {2.7182818f, 0.13533528f, 33.115452f, 1.2840254f}, 1e-5f, "exp");
+  ExpectFloats(out[12], {0, 1.3862944f, -1.3862944f, 4.6051702f}, 1e-6f, "log");
+  ExpectFloats(out[13], {1, 2, 0.5f, 10}, 0, "sqrt");
+  ExpectFloats(out[14], {1, 0.5f, 2, 0.1f}, 1e-7f, "rsqrt");
+  ExpectFloats(out[15], {0.99505475f, 0.46211716f, -0.7615942f, 0}, 1e-6f, "tanh");
+  ExpectFloats(out[16], {1, 2, 4, 1}, 0, "power");  // 1^3, 4^0.5, 0.25^-1, 100^0
+  ExpectFloats(out[17], {0.95257413f, 0.62245935f, 0.26894142f, 0.5f}, 1e-6f, "logistic");
+  ExpectFloats(out[18], {kNaN, kNaN}, 0, "maximum propagates NaN");
+  ExpectFloats(out[19], {kNaN, kNaN}, 0, "minimum propagates NaN");
+}
+
+TEST_F(HostCodegenTest, IntegerArithmeticIsDefined) {
+  HloBuilder b("integer_arithmetic");
+  Op a = b.Parameter(0, xla::S32, {7}, "a");
+  Op c = b.Parameter(1, xla::S32, {7}, "c");
+  std::vector<Op> outs = {b.Div(a, c), b.Binary("remainder", a, c), b.Add(a, c), b.Mul(a, c), b.Neg(a),
+                          b.Binary("power", a, c)};
+  auto m = b.Build(b.Tuple(outs));
+  auto out = CompileAndRun(m, {S32({7}, {7, -7, 7, -7, 5, kIntMin, kIntMax}), S32({7}, {2, 2, -2, -2, 0, -1, 1})});
+  ASSERT_EQ(out.size(), outs.size());
+  EXPECT_EQ(Values<int32_t>(out[0]), (std::vector<int32_t>{3, -3, -3, 3, -1, kIntMin, kIntMax}));  // x/0 = -1
+  EXPECT_EQ(Values<int32_t>(out[1]), (std::vector<int32_t>{1, -1, 1, -1, 5, 0, 0}));                // x%0 = x
+  EXPECT_EQ(Values<int32_t>(out[2]), (std::vector<int32_t>{9, -5, 5, -9, 5, kIntMax, kIntMin}));   // wraps
+  EXPECT_EQ(Values<int32_t>(out[3]), (std::vector<int32_t>{14, -14, -14, 14, 0, kIntMin, kIntMax}));
+  EXPECT_EQ(Values<int32_t>(out[4]), (std::vector<int32_t>{-7, 7, -7, 7, -5, kIntMin, -kIntMax}));
+  // 7^2, (-7)^2, 7^-2 = 0, (-7)^-2 = 0, 5^0, INT_MIN^-1 = 0, INT_MAX^1
+  EXPECT_EQ(Values<int32_t>(out[5]), (std::vector<int32_t>{49, 49, 0, 0, 1, 0, kIntMax}));
+}
+
+TEST_F(HostCodegenTest, CompareSelectConvert) {
+  HloBuilder b("compare_select_convert");
+  Op a = b.Parameter(0, xla::F32, {4}, "a");  // 1 2 3 NaN
+  Op c = b.Parameter(1, xla::F32, {4}, "c");  // 2 2 2 2
+  Op f = b.Parameter(2, xla::F32, {8}, "f");
+  Op i = b.Parameter(3, xla::S32, {2}, "i");
+  std::vector<Op> outs;
+  for (const char* dir : {"EQ", "NE", "LT", "LE", "GT", "GE"}) outs.push_back(b.Compare(a, c, dir));
+  outs.push_back(b.Select(b.Compare(a, c, "LT"), a, c));
+  outs.push_back(b.Convert(f, xla::S32));
+  outs.push_back(b.Convert(i, xla::F32));
+  Op as_pred = b.Convert(f, xla::PRED);
+  outs.push_back(as_pred);
+  outs.push_back(b.Convert(as_pred, xla::S32));
+  outs.push_back(b.Convert(f, xla::U8));
+  auto m = b.Build(b.Tuple(outs));
+  auto out = CompileAndRun(m, {F32({4}, {1, 2, 3, kNaN}), F32({4}, {2, 2, 2, 2}),
+                               F32({8}, {-1.5f, -0.5f, 0.5f, 2.9f, kNaN, 3e9f, -3e9f, -0.0f}), S32({2}, {-3, 7})});
+  ASSERT_EQ(out.size(), outs.size());
+  using P = std::vector<uint8_t>;
+  EXPECT_EQ(out[0].type, xla::PRED);
+  EXPECT_EQ(Values<uint8_t>(out[0]), (P{0, 1, 0, 0})) << "EQ";
+  EXPECT_EQ(Values<uint8_t>(out[1]), (P{1, 0, 1, 1})) << "NE";
+  EXPECT_EQ(Values<uint8_t>(out[2]), (P{1, 0, 0, 0})) << "LT";
+  EXPECT_EQ(Values<uint8_t>(out[3]), (P{1, 1, 0, 0})) << "LE";
+  EXPECT_EQ(Values<uint8_t>(out[4]), (P{0, 0, 1, 0})) << "GT";
+  EXPECT_EQ(Values<uint8_t>(out[5]), (P{0, 1, 1, 0})) << "GE";
+  ExpectFloats(out[6], {1, 2, 2, 2}, 0, "select");
+  // Truncation toward zero; NaN -> 0; out of range clamps.
+  EXPECT_EQ(Values<int32_t>(out[7]), (std::vector<int32_t>{-1, 0, 0, 2, 0, kIntMax, kIntMin, 0}));
+  ExpectFloats(out[8], {-3, 7}, 0, "s32 -> f32");
+  EXPECT_EQ(Values<uint8_t>(out[9]), (P{1, 1, 1, 1, 1, 1, 1, 0})) << "f32 -> pred";
+  EXPECT_EQ(Values<int32_t>(out[10]), (std::vector<int32_t>{1, 1, 1, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(Values<uint8_t>(out[11]), (P{0, 0, 0, 2, 0, 255, 0, 0})) << "f32 -> u8 clamps";
+}
+
+TEST_F(HostCodegenTest, Reduce) {
+  HloBuilder b("reduce");
+  Op x = b.Parameter(0, xla::F32, {2, 3}, "x");  // [[1,5,3],[4,2,6]]
+  const int64_t add = b.MakeReducer("add", xla::F32);
+  const int64_t max = b.MakeReducer("maximum", xla::F32);
+  Op zero = b.ConstantF32(0);
+  Op sum1 = b.Reduce(x, zero, {1}, add);
+  Op sum0 = b.Reduce(x, zero, {0}, add);
+  Op sum_all = b.Reduce(x, b.ConstantF32(100), {0, 1}, add);
+  Op max0 = b.Reduce(x, b.ConstantF32(-kInf), {0}, max);
+  Op none = b.Reduce(x, zero, {}, add);  // no dimensions: adds the init to every element
+
+  // Variadic reduce: argmax over dimension 1, reducer (v0, i0, v1, i1) -> (v, i).
+  HloBuilder r("argmax");
+  Op av = r.Parameter(0, xla::F32, {}, "acc_v");
+  Op ai = r.Parameter(1, xla::S32, {}, "acc_i");
+  Op xv = r.Parameter(2, xla::F32, {}, "x_v");
+  Op xi = r.Parameter(3, xla::S32, {}, "x_i");
+  Op take = r.Compare(xv, av, "GT");
+  const int64_t argmax = b.AddComputation(r, r.Tuple({r.Select(take, xv, av), r.Select(take, xi, ai)}));
+  Op idx = b.Iota(xla::S32, {2, 3}, 1);
+  xla::HloInstructionProto reduce;
+  reduce.set_opcode("reduce");
+  reduce.add_dimensions(1);
+  reduce.add_called_computation_ids(argmax);
+  Op am = b.AddInstruction(reduce, {x, idx, b.ConstantF32(-kInf), b.ConstantS32(-1)},
+                           HloBuilder::TupleShape({HloBuilder::ArrayShape(xla::F32, {2}),
+                                                   HloBuilder::ArrayShape(xla::S32, {2})}));
+  auto m = b.Build(b.Tuple({sum1, sum0, sum_all, max0, none, b.GetTupleElement(am, 0), b.GetTupleElement(am, 1)}));
+  auto out = CompileAndRun(m, {F32({2, 3}, {1, 5, 3, 4, 2, 6})});
+  ASSERT_EQ(out.size(), 7u);
+  ExpectFloats(out[0], {9, 12}, 0, "sum over dim 1");
+  ExpectFloats(out[1], {5, 7, 9}, 0, "sum over dim 0");
+  EXPECT_TRUE(out[2].dims.empty());
+  ExpectFloats(out[2], {121}, 0, "sum over all, init 100");
+  ExpectFloats(out[3], {4, 5, 6}, 0, "max over dim 0");
+  ExpectFloats(out[4], {1, 5, 3, 4, 2, 6}, 0, "reduce over no dimensions");
+  ExpectFloats(out[5], {5, 6}, 0, "argmax values");
+  EXPECT_EQ(Values<int32_t>(out[6]), (std::vector<int32_t>{1, 2})) << "argmax indices";
+}
+
+TEST_F(HostCodegenTest, ShapesTuplesAndCall) {
+  HloBuilder b("shapes");
+  Op x = b.Parameter(0, xla::F32, {2, 3}, "x");  // 1..6
+  Op v = b.Parameter(1, xla::F32, {2}, "v");     // 10 20
+  Op iota_s = b.Iota(xla::S32, {2, 3}, 1);
+  Op iota_f = b.Iota(xla::F32, {3, 2}, 0);
+  Op ten = b.Iota(xla::S32, {10}, 0);
+  Op strided = b.Slice(ten, {1}, {8}, {3});
+  Op sub = b.Slice(x, {0, 1}, {2, 3}, {1, 1});
+  Op col = b.Reshape(v, {2, 1});
+  Op cat1 = b.Concatenate({col, x}, 1);                                 // [2,4]
+  Op cat0 = b.Concatenate({b.Reshape(v, {1, 2}), b.Reshape(v, {1, 2}), b.Reshape(x, {3, 2})}, 0);  // [5,2]
+  Op reshaped = b.Reshape(x, {3, 2});
+  Op t = b.Tuple({x, v});
+  Op gte = b.GetTupleElement(t, 1);
+
+  // A called computation returning a tuple: f(a, s) = (a * s, a + s) with s broadcast.
+  HloBuilder f("mul_add");
+  Op fa = f.Parameter(0, xla::F32, {2, 3}, "a");
+  Op fs = f.Parameter(1, xla::F32, {}, "s");
+  Op fsb = f.Broadcast(fs, {2, 3}, {});
+  const int64_t fid = b.AddComputation(f, f.Tuple({f.Mul(fa, fsb), f.Add(fa, fsb)}));
+  auto shape23 = HloBuilder::ArrayShape(xla::F32, {2, 3});
+  Op call = b.Call({x, b.ConstantF32(2)}, fid, HloBuilder::TupleShape({shape23, shape23}));
+  auto m = b.Build(b.Tuple({iota_s, iota_f, strided, sub, cat1, cat0, reshaped, gte, b.GetTupleElement(call, 0),
+                            b.GetTupleElement(call, 1), t}));
+  auto out = CompileAndRun(m, {F32({2, 3}, {1, 2, 3, 4, 5, 6}), F32({2}, {10, 20})});
+  ASSERT_EQ(out.size(), 12u);  // the nested tuple t contributes two leaves
+  EXPECT_EQ(Values<int32_t>(out[0]), (std::vector<int32_t>{0, 1, 2, 0, 1, 2})) << "iota s32 dim 1";
+  ExpectFloats(out[1], {0, 0, 1, 1, 2, 2}, 0, "iota f32 dim 0");
+  EXPECT_EQ(Values<int32_t>(out[2]), (std::vector<int32_t>{1, 4, 7})) << "slice [1:8:3]";
+  EXPECT_EQ(out[3].dims, (std::vector<int64_t>{2, 2}));
+  ExpectFloats(out[3], {2, 3, 5, 6}, 0, "slice [0:2, 1:3]");
+  ExpectFloats(out[4], {10, 1, 2, 3, 20, 4, 5, 6}, 0, "concatenate dim 1");
+  ExpectFloats(out[5], {10, 20, 10, 20, 1, 2, 3, 4, 5, 6}, 0, "concatenate dim 0");
+  EXPECT_EQ(out[6].dims, (std::vector<int64_t>{3, 2}));
+  ExpectFloats(out[6], {1, 2, 3, 4, 5, 6}, 0, "reshape");
+  ExpectFloats(out[7], {10, 20}, 0, "get-tuple-element");
+  ExpectFloats(out[8], {2, 4, 6, 8, 10, 12}, 0, "call result 0");
+  ExpectFloats(out[9], {3, 4, 5, 6, 7, 8}, 0, "call result 1");
+  ExpectFloats(out[10], {1, 2, 3, 4, 5, 6}, 0, "tuple leaf 0");
+  ExpectFloats(out[11], {10, 20}, 0, "tuple leaf 1");
+}
+
+xla::HloInstructionProto Instruction(const std::string& opcode) {
+  xla::HloInstructionProto inst;
+  inst.set_opcode(opcode);
+  return inst;
+}
+
+TEST_F(HostCodegenTest, PadReverseDynamicSliceAndBitOps) {
+  HloBuilder b("more_ops");
+  Op x = b.Parameter(0, xla::F32, {2, 3}, "x");    // 1..6
+  Op k = b.Parameter(1, xla::S32, {}, "k");        // 1
+  Op bits = b.Parameter(2, xla::S32, {4}, "bits");  // 1 -8 12 -1
+  Op sh = b.Parameter(3, xla::S32, {4}, "sh");      // 1 2 40 31
+  auto f32 = [](std::vector<int64_t> d) { return HloBuilder::ArrayShape(xla::F32, d); };
+
+  // pad: low 1 / high 0 / interior 1 on dim 0; low -1 / high 1 on dim 1.
+  auto pad = Instruction("pad");
+  auto* d0 = pad.mutable_padding_config()->add_dimensions();
+  d0->set_edge_padding_low(1);
+  d0->set_interior_padding(1);
+  auto* d1 = pad.mutable_padding_config()->add_dimensions();
+  d1->set_edge_padding_low(-1);
+  d1->set_edge_padding_high(1);
+  Op padded = b.AddInstruction(pad, {x, b.ConstantF32(0)}, f32({4, 3}));
+
+  auto rev = Instruction("reverse");
+  rev.add_dimensions(1);
+  Op reversed = b.AddInstruction(rev, {x}, f32({2, 3}));
+
+  auto ds = Instruction("dynamic-slice");
+  ds.add_dynamic_slice_sizes(2);
+  ds.add_dynamic_slice_sizes(2);
+  Op dsliced = b.AddInstruction(ds, {x, b.ConstantS32(0), k}, f32({2, 2}));
+  // Start 5 is clamped to 3 - 2 = 1.
+  Op dclamped = b.AddInstruction(ds, {x, b.ConstantS32(0), b.ConstantS32(5)}, f32({2, 2}));
+
+  auto dus = Instruction("dynamic-update-slice");
+  Op updated = b.AddInstruction(dus, {x, b.ConstantF32Array({1, 2}, {-1, -2}), k, k}, f32({2, 3}));
+
+  auto clamp = Instruction("clamp");
+  Op clamped = b.AddInstruction(clamp, {b.ConstantF32(2), x, b.ConstantF32(4.5f)}, f32({2, 3}));
+
+  Op band = b.Binary("and", bits, sh);
+  Op bor = b.Binary("or", bits, sh);
+  Op bxor = b.Binary("xor", bits, sh);
+  Op bnot = b.Unary("not", bits);
+  Op shl = b.Binary("shift-left", bits, sh);
+  Op shr = b.Binary("shift-right-logical", bits, sh);
+  Op sar = b.Binary("shift-right-arithmetic", bits, sh);
+  Op pnot = b.Unary("not", b.Compare(bits, sh, "LT"));
+  auto m = b.Build(b.Tuple({padded, reversed, dsliced, dclamped, updated, clamped, band, bor, bxor, bnot, shl, shr,
+                            sar, pnot}));
+  auto out = CompileAndRun(m, {F32({2, 3}, {1, 2, 3, 4, 5, 6}), S32({}, {1}), S32({4}, {1, -8, 12, -1}),
+                               S32({4}, {1, 2, 40, 31})});
+  ASSERT_EQ(out.size(), 14u);
+  ExpectFloats(out[0], {0, 0, 0, 2, 3, 0, 0, 0, 0, 5, 6, 0}, 0, "pad");
+  ExpectFloats(out[1], {3, 2, 1, 6, 5, 4}, 0, "reverse dim 1");
+  ExpectFloats(out[2], {2, 3, 5, 6}, 0, "dynamic-slice");
+  ExpectFloats(out[3], {2, 3, 5, 6}, 0, "dynamic-slice clamps the start");
+  ExpectFloats(out[4], {1, 2, 3, 4, -1, -2}, 0, "dynamic-update-slice");
+  ExpectFloats(out[5], {2, 2, 3, 4, 4.5f, 4.5f}, 0, "clamp");
+  EXPECT_EQ(Values<int32_t>(out[6]), (std::vector<int32_t>{1, 0, 8, 31}));
+  EXPECT_EQ(Values<int32_t>(out[7]), (std::vector<int32_t>{1, -6, 44, -1}));
+  EXPECT_EQ(Values<int32_t>(out[8]), (std::vector<int32_t>{0, -6, 36, -32}));
+  EXPECT_EQ(Values<int32_t>(out[9]), (std::vector<int32_t>{-2, 7, -13, 0}));
+  EXPECT_EQ(Values<int32_t>(out[10]), (std::vector<int32_t>{2, -32, 0, kIntMin})) << "shift-left";
+  EXPECT_EQ(Values<int32_t>(out[11]), (std::vector<int32_t>{0, 0x3ffffffe, 0, 1})) << "shift-right-logical";
+  EXPECT_EQ(Values<int32_t>(out[12]), (std::vector<int32_t>{0, -2, 0, -1})) << "shift-right-arithmetic";
+  EXPECT_EQ(Values<uint8_t>(out[13]), (std::vector<uint8_t>{1, 0, 0, 0})) << "not of pred";
+}
+
+TEST_F(HostCodegenTest, OtherElementTypesAndScalarRoot) {
+  HloBuilder b("types");
+  Op x = b.Parameter(0, xla::S64, {3}, "x");
+  Op big = b.ConstantS64(int64_t{1} << 40);
+  Op sum = b.Add(x, b.Broadcast(big, {3}, {}));
+  const int64_t add = b.MakeReducer("add", xla::S64);
+  Op total = b.Reduce(sum, b.ConstantS64(0), {0}, add);  // a non-tuple scalar root
+  auto m = b.Build(total);
+  auto out = CompileAndRun(m, {MakeTensor<int64_t>(xla::S64, {3}, {1, 2, -3})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].dims.empty());
+  EXPECT_EQ(Values<int64_t>(out[0]), (std::vector<int64_t>{3 * (int64_t{1} << 40)}));
+
+  HloBuilder d("f64");
+  Op y = d.Parameter(0, xla::F64, {2}, "y");
+  Op yy = d.Mul(y, y);
+  auto md = d.Build(d.Tuple({yy, d.Convert(yy, xla::F32), d.Convert(d.Convert(y, xla::S32), xla::F64)}));
+  auto outd = CompileAndRun(md, {MakeTensor<double>(xla::F64, {2}, {1.5, -0.1})});
+  ASSERT_EQ(outd.size(), 3u);
+  EXPECT_EQ(Values<double>(outd[0]), (std::vector<double>{2.25, -0.1 * -0.1}));
+  ExpectFloats(outd[1], {2.25f, static_cast<float>(-0.1 * -0.1)}, 0, "f64 -> f32");
+  EXPECT_EQ(Values<double>(outd[2]), (std::vector<double>{1, 0}));
+}
+
+}  // namespace
+}  // namespace npc
