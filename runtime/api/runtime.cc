@@ -234,6 +234,9 @@ Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleP
       return load();
     default:
       bump(&CacheCounters::failed_compiles);
+      log::Error(log::kCache, "Compilation of " + entry_path + " failed (" +
+                                  std::string(EntryCompileStatusName(compiled->status)) + "); see " + entry_path +
+                                  "/" + std::string(cache::kLogFile));
       return MakeError("compile of " + entry_path + " " + std::string(EntryCompileStatusName(compiled->status)) +
                        " (log: " + entry_path + "/" + std::string(cache::kLogFile) + ")\n" + compiled->log);
   }

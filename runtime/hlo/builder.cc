@@ -686,7 +686,9 @@ xla::HloModuleProto HloBuilder::Build(Op root) {
     used.insert(name);
     return name;
   };
-  for (auto& c : comps) {
+  // The entry first, so that the names the caller gave there are kept.
+  for (auto it = comps.rbegin(); it != comps.rend(); ++it) {
+    auto& c = *it;
     c.set_name(unique(used_comp, c.name().empty() ? "computation" : c.name(), c.id()));
     for (auto& inst : *c.mutable_instructions()) {
       std::string name = inst.name().empty() ? inst.opcode() + "." + std::to_string(inst.id())

@@ -283,7 +283,8 @@ TEST(HloBuilderDeathTest, ShapeMismatchAborts) {
       "element counts differ");
   EXPECT_DEATH(
       {
-        HloBuilder a("a"), b("b");
+        HloBuilder a("a");
+        HloBuilder b("b");
         b.Neg(a.Parameter(0, xla::F32, {3}));
       },
       "not an instruction of this builder");
