@@ -19,6 +19,7 @@
 #include "generator/ninja_writer.h"
 #include "generator/pool.h"
 #include "generator/results.h"
+#include "generator/spawn.h"
 #include "npc/log.h"
 
 namespace npc::tool {
@@ -269,30 +270,28 @@ int RunCollect(const ToolOptions& options, bool then_generate) {
   }
   log::Info(log::kCache, "Compile cache path: " + resolved->url);
   log::Info(log::kParallelCompile, "Running trial run to extract graphs: " + ShellJoin(options.command));
-  ProcessOptions po;
-  po.capture_output = false;
-  po.set_env = {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"},
-                {"NEURON_PARALLEL_COMPILE", "1"},
-                {"NEURON_FALL_BACK_TO_NULL_NEFF", "1"},
-                {"NEURON_COMPILE_CACHE_URL", resolved->url}};
-  if (!options.backend.empty()) po.set_env["NPC_BACKEND"] = options.backend;
-  if (!options.compiler.empty()) po.set_env["NPC_COMPILER"] = options.compiler;
-  auto run = RunProcess(options.command, po);
-  if (!run) {
-    log::Error(log::kParallelCompile, "cannot run the training command: " + run.error().message);
+  std::map<std::string, std::string> env = {{"NEURON_EXTRACT_GRAPHS_ONLY", "1"},
+                                            {"NEURON_PARALLEL_COMPILE", "1"},
+                                            {"NEURON_FALL_BACK_TO_NULL_NEFF", "1"},
+                                            {"NEURON_COMPILE_CACHE_URL", resolved->url}};
+  if (!options.backend.empty()) env["NPC_BACKEND"] = options.backend;
+  if (!options.compiler.empty()) env["NPC_COMPILER"] = options.compiler;
+  auto status = RunInteractive(options.command, env);
+  if (!status) {
+    log::Error(log::kParallelCompile, "cannot run the training command: " + status.error().message);
     return 127;
   }
-  if (run->exit_status != 0) {
+  if (*status != 0) {
     if (Env("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE") == "1") {
       log::Warning(log::kParallelCompile,
-                   "The training command exited with status " + std::to_string(run->exit_status) +
+                   "The training command exited with status " + std::to_string(*status) +
                        "; compiling the extracted graphs anyway (NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1)");
     } else {
       log::Error(log::kParallelCompile,
-                 "The training command exited with status " + std::to_string(run->exit_status) +
+                 "The training command exited with status " + std::to_string(*status) +
                      "; not compiling (set NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE=1 to compile the "
                      "graphs extracted so far)");
-      return FailureStatus(run->exit_status);
+      return FailureStatus(*status);
     }
   }
   if (!then_generate) return 0;
@@ -369,14 +368,12 @@ int RunCompile(const ToolOptions& options) {
     int jobs = options.num_parallel ? *options.num_parallel : CpuCount();
     std::vector<std::string> argv = {ninja, "-C", ctx->build_dir, "-k", "0", "-j", std::to_string(std::max(1, jobs))};
     log::Info(log::kParallelCompile, "Running " + ShellJoin(argv));
-    ProcessOptions po;
-    po.capture_output = false;
-    auto run = RunProcess(argv, po);
+    auto run = RunInteractive(argv, {});
     if (!run) {
       log::Error(log::kParallelCompile, "cannot run ninja: " + run.error().message);
       return 1;
     }
-    ninja_status = run->exit_status;
+    ninja_status = *run;
   } else {
     log::Info(log::kParallelCompile, "Nothing to compile");
   }

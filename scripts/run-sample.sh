@@ -8,6 +8,6 @@ bash scripts/build.sh
 cache="${NEURON_COMPILE_CACHE_URL:-$PWD/build/neuron-compile-cache}"
 export NEURON_COMPILE_CACHE_URL="$cache"
 echo "== trial run + parallel compile (cache: $cache)"
-./build/generator/neuron_parallel_compile ./build/samples/mlp_train/mlp_train --steps 10
+./build/bin/neuron_parallel_compile ./build/samples/mlp_train --steps 10
 echo "== real run"
-./build/samples/mlp_train/mlp_train --steps 300
+./build/samples/mlp_train --steps 300

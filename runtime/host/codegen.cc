@@ -116,7 +116,7 @@ std::string CommentSafe(const std::string& s) {
   std::string out;
   for (char c : s) {
     unsigned char u = static_cast<unsigned char>(c);
-    out += (std::isalnum(u) || std::strchr("_.-%[](),{}:=", c)) ? c : '_';
+    out += (std::isalnum(u) || std::strchr("_.-%[](),{}:= ", c)) ? c : '_';
   }
   return out;
 }
@@ -183,6 +183,8 @@ std::string UnsignedLiteral(uint64_t v, int bytes) {
 // Emits C++ text with indentation.
 class Writer {
  public:
+  explicit Writer(int indent = 0) : indent_(indent) {}
+  void Raw(const std::string& text) { text_ += text; }
   void Line(const std::string& s) {
     text_.append(2 * indent_, ' ');
     text_ += s;
@@ -321,6 +323,13 @@ class FunctionEmitter {
     return tuple ? base + "_" + std::to_string(leaf) : base;
   }
   std::string BufName(const std::string& var) const { return "b" + var.substr(1); }
+  // `std::vector<T> bN(count[, fill]);` for the leaf named `var`; the buffer
+  // is released after its last use.
+  std::string DeclareBuffer(const std::string& var, xla::PrimitiveType t, int64_t count, const std::string& fill = "") {
+    owned_[var] = CType(t);
+    return "std::vector<" + std::string(CType(t)) + "> " + BufName(var) + "(" + std::to_string(count) +
+           (fill.empty() ? "" : ", " + fill) + ");";
+  }
   std::string Comment(const Inst& inst) const;
 
   // Buffer mode: declares `std::vector<T> bN(count[, init]);` for a new array
@@ -356,6 +365,7 @@ class FunctionEmitter {
   std::map<int64_t, Value> values_;                   // instruction id -> its leaves
   std::map<int64_t, const xla::ShapeProto*> shape_of_;
   std::map<int64_t, int> index_;                      // instruction id -> position in comp_
+  std::map<std::string, std::string> owned_;          // leaf name -> C type of its std::vector buffer
 };
 
 // ---- the module --------------------------------------------------------------------
@@ -600,6 +610,8 @@ Status FunctionEmitter::EmitBody(Writer& w) {
     stack.pop_back();
   }
 
+  std::vector<std::string> chunks;          // code of each emitted instruction, in order
+  std::map<std::string, size_t> last_use;   // leaf name -> last chunk reading it
   // Parameters first (they name the function arguments), then the rest.
   for (const Inst* p : sig_.params) {
     if (auto st = EmitParameter(*p); !st) return st;
@@ -615,7 +627,28 @@ Status FunctionEmitter::EmitBody(Writer& w) {
                            "instruction has shape " + hlo::ShapeToString(inst->shape()));
       }
     }
-    if (auto st = EmitInstruction(w, *inst); !st) return st;
+    Writer iw(1);
+    if (auto st = EmitInstruction(iw, *inst); !st) return st;
+    chunks.push_back(iw.text());
+    std::vector<std::string> reads;
+    for (int64_t op : inst->operand_ids()) {
+      for (const auto& leaf : values_.at(op)) reads.push_back(leaf.name);
+    }
+    for (const auto& leaf : values_.at(inst->id())) reads.push_back(leaf.name);  // its own buffers
+    for (const auto& name : reads) last_use[name] = chunks.size() - 1;
+  }
+  // Buffers are released after their last use, except those the root returns.
+  std::map<size_t, std::vector<std::string>> release;
+  std::set<std::string> returned;
+  for (const auto& leaf : values_.at(sig_.root->id())) returned.insert(leaf.name);
+  for (const auto& [name, type] : owned_) {
+    if (!returned.count(name) && last_use.count(name)) release[last_use[name]].push_back(name);
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    w.Raw(chunks[i]);
+    for (const auto& name : release[i]) {
+      w.Line("std::vector<" + owned_.at(name) + ">().swap(" + BufName(name) + ");  // last use of " + name);
+    }
   }
   return EmitOutputs(w);
 }
@@ -653,8 +686,7 @@ Status FunctionEmitter::EmitOutputs(Writer& w) {
 Leaf FunctionEmitter::BeginArray(Writer& w, const Inst& inst, const std::string& fill) {
   Leaf leaf{VarName(inst, 0, 1, false), inst.shape().element_type(), Dims(inst.shape())};
   const std::string t = CType(leaf.type);
-  w.Line("std::vector<" + t + "> " + BufName(leaf.name) + "(" + std::to_string(leaf.count()) +
-         (fill.empty() ? "" : ", " + fill) + ");");
+  w.Line(DeclareBuffer(leaf.name, leaf.type, leaf.count(), fill));
   w.Open("");
   w.Line(t + "* w = " + BufName(leaf.name) + ".data();");
   return leaf;
@@ -1525,8 +1557,7 @@ Status FunctionEmitter::EmitReduce(Writer& w, const Inst& inst) {
   Value v;
   for (int i = 0; i < n; ++i) {
     std::string name = VarName(inst, i, n, tuple);
-    w.Line("std::vector<" + std::string(CType(inputs[i].type)) + "> " + BufName(name) + "(" +
-           std::to_string(out_count) + ", " + inits[i].name + "[0]);");
+    w.Line(DeclareBuffer(name, inputs[i].type, out_count, inits[i].name + "[0]"));
     v.push_back({name, inputs[i].type, out_dims});
   }
   w.Open("");
@@ -1540,15 +1571,38 @@ Status FunctionEmitter::EmitReduce(Writer& w, const Inst& inst) {
   for (size_t d = 0, k = 0; d < in_dims.size(); ++d) {
     if (!reduced.count(d)) oterms.push_back({"i" + std::to_string(d), out_strides[k++]});
   }
-  OpenLoops(w, loops);
-  w.Line("const s64 r = " + Linear(oterms) + ";");
-  w.Line("const s64 x = " + Linear(RowMajorTerms(in_dims)) + ";");
-  std::string call = *fn + "(";
-  for (int i = 0; i < n; ++i) call += "w" + std::to_string(i) + "[r], ";
-  for (int i = 0; i < n; ++i) call += inputs[i].name + "[x], ";
-  for (int i = 0; i < n; ++i) call += std::string(i ? ", " : "") + "&w" + std::to_string(i) + "[r]";
-  w.Line(call + ");");
-  CloseLoops(w, loops);
+  const size_t kept = out_dims.size();
+  bool suffix = true;  // the reduced dimensions are the innermost ones
+  for (size_t d = 0; d < kept; ++d) suffix = suffix && !reduced.count(d);
+  if (suffix) {
+    // Accumulate in locals: for each result element, a loop over the reduced block.
+    std::vector<Loop> outer(loops.begin(), loops.begin() + kept), inner(loops.begin() + kept, loops.end());
+    OpenLoops(w, outer);
+    w.Line("const s64 r = " + Linear(oterms) + ";");
+    for (int i = 0; i < n; ++i) {
+      w.Line(std::string(CType(inputs[i].type)) + " a" + std::to_string(i) + " = w" + std::to_string(i) + "[r];");
+    }
+    OpenLoops(w, inner);
+    w.Line("const s64 x = " + Linear(RowMajorTerms(in_dims)) + ";");
+    std::string call = *fn + "(";
+    for (int i = 0; i < n; ++i) call += "a" + std::to_string(i) + ", ";
+    for (int i = 0; i < n; ++i) call += inputs[i].name + "[x], ";
+    for (int i = 0; i < n; ++i) call += std::string(i ? ", " : "") + "&a" + std::to_string(i);
+    w.Line(call + ");");
+    CloseLoops(w, inner);
+    for (int i = 0; i < n; ++i) w.Line("w" + std::to_string(i) + "[r] = a" + std::to_string(i) + ";");
+    CloseLoops(w, outer);
+  } else {
+    OpenLoops(w, loops);
+    w.Line("const s64 r = " + Linear(oterms) + ";");
+    w.Line("const s64 x = " + Linear(RowMajorTerms(in_dims)) + ";");
+    std::string call = *fn + "(";
+    for (int i = 0; i < n; ++i) call += "w" + std::to_string(i) + "[r], ";
+    for (int i = 0; i < n; ++i) call += inputs[i].name + "[x], ";
+    for (int i = 0; i < n; ++i) call += std::string(i ? ", " : "") + "&w" + std::to_string(i) + "[r]";
+    w.Line(call + ");");
+    CloseLoops(w, loops);
+  }
   w.Close();
   for (int i = 0; i < n; ++i) {
     w.Line("const " + std::string(CType(inputs[i].type)) + "* " + v[i].name + " = " + BufName(v[i].name) + ".data();");
@@ -1636,7 +1690,7 @@ Status FunctionEmitter::EmitCall(Writer& w, const Inst& inst) {
       w.Line(t + " " + name + ";");
       outs += (k ? ", &" : "&") + name;
     } else {
-      w.Line("std::vector<" + t + "> " + BufName(name) + "(" + std::to_string(hlo::ElementCount(*out_leaves[k])) + ");");
+      w.Line(DeclareBuffer(name, out_leaves[k]->element_type(), hlo::ElementCount(*out_leaves[k])));
       outs += (k ? ", " : "") + BufName(name) + ".data()";
     }
     v.push_back({name, out_leaves[k]->element_type(), Dims(*out_leaves[k])});
