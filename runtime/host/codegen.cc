@@ -43,6 +43,7 @@ struct ElementType {
   const char* name;  // the alias used in generated code ("f32")
   Kind kind;
   int bytes;
+  bool narrow = false;  // bf16/f16: stored as bits, computed in f32
 };
 
 std::optional<ElementType> LookupElementType(xla::PrimitiveType t) {
@@ -58,6 +59,8 @@ std::optional<ElementType> LookupElementType(xla::PrimitiveType t) {
     case xla::U64: return ElementType{"u64", Kind::kUnsigned, 8};
     case xla::F32: return ElementType{"f32", Kind::kFloat, 4};
     case xla::F64: return ElementType{"f64", Kind::kFloat, 8};
+    case xla::BF16: return ElementType{"bf16", Kind::kFloat, 2, true};
+    case xla::F16: return ElementType{"f16", Kind::kFloat, 2, true};
     default: return std::nullopt;
   }
 }
@@ -66,6 +69,15 @@ std::optional<ElementType> LookupElementType(xla::PrimitiveType t) {
 const char* CType(xla::PrimitiveType t) { return LookupElementType(t)->name; }
 Kind KindOf(xla::PrimitiveType t) { return LookupElementType(t)->kind; }
 bool IsFloat(xla::PrimitiveType t) { return KindOf(t) == Kind::kFloat; }
+bool IsNarrow(xla::PrimitiveType t) { return LookupElementType(t)->narrow; }
+// The type a value of type `t` is computed in.
+xla::PrimitiveType ComputeType(xla::PrimitiveType t) { return IsNarrow(t) ? xla::F32 : t; }
+// `expr` (of type t) as its compute type.
+std::string Widen(const std::string& expr, xla::PrimitiveType t) { return IsNarrow(t) ? "npc_f32(" + expr + ")" : expr; }
+// `expr` (of t's compute type) as type t.
+std::string Narrow(const std::string& expr, xla::PrimitiveType t) {
+  return IsNarrow(t) ? std::string("npc_to_") + CType(t) + "(" + expr + ")" : expr;
+}
 bool IsInt(xla::PrimitiveType t) { return KindOf(t) == Kind::kSigned || KindOf(t) == Kind::kUnsigned; }
 
 // ---- shapes ----------------------------------------------------------------------
@@ -342,7 +354,7 @@ class FunctionEmitter {
   Status EmitParameter(const Inst& inst);
   Status EmitConstant(Writer& w, const Inst& inst);
   Status EmitElementwise(Writer& w, const Inst& inst);
-  Result<std::string> ElementwiseExpr(const Inst& inst, const std::vector<std::string>& args,
+  Result<std::string> ElementwiseExpr(const Inst& inst, xla::PrimitiveType out, const std::vector<std::string>& args,
                                       const std::vector<xla::PrimitiveType>& types);
   Status EmitIota(Writer& w, const Inst& inst);
   Status EmitBroadcast(Writer& w, const Inst& inst);
@@ -701,7 +713,8 @@ Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
   const std::string& op = inst.opcode();
   const bool tuple_shape = inst.shape().element_type() == xla::TUPLE;
   if (tuple_shape && op != "tuple" && op != "get-tuple-element" && op != "call" && op != "fusion" &&
-      op != "reduce" && op != "opt-barrier" && op != "optimization-barrier") {
+      op != "reduce" && op != "opt-barrier" && op != "optimization-barrier" &&
+      !(op == "custom-call" && inst.custom_call_target() == "AwsNeuronTransferWithStaticRing")) {
     if (op == "constant" || op == "copy") return Fail(inst, "tuple-shaped " + op + " is not supported");
     return Unsupported(inst);
   }
@@ -745,6 +758,26 @@ Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
                             " changes the element type or count");
     }
     values_[inst.id()] = {Leaf{a->name, a->type, Dims(inst.shape())}};
+    return {};
+  }
+  if (op == "custom-call" && inst.custom_call_target() == "AwsNeuronTransferWithStaticRing") {
+    // torch-neuronx marks parameters (weights) with this transfer hint; its
+    // value is its operand.
+    if (auto st = ExpectOperands(inst, 1); !st) return st;
+    if (hlo::ShapeToString(*shape_of_.at(inst.operand_ids(0))) != hlo::ShapeToString(inst.shape()) &&
+        Leaves(inst.shape()).size() != Operand(inst, 0).size()) {
+      return Fail(inst, "AwsNeuronTransferWithStaticRing changes the shape");
+    }
+    const Value& src = Operand(inst, 0);
+    auto leaves = Leaves(inst.shape());
+    Value v;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (i >= src.size() || src[i].type != leaves[i]->element_type() || src[i].dims != Dims(*leaves[i])) {
+        return Fail(inst, "AwsNeuronTransferWithStaticRing changes the shape");
+      }
+      v.push_back(src[i]);
+    }
+    values_[inst.id()] = std::move(v);
     return {};
   }
   if (op == "parameter") return EmitParameter(inst);
@@ -811,6 +844,17 @@ Status FunctionEmitter::EmitConstant(Writer& w, const Inst& inst) {
     case xla::U64: for (uint64_t v : lit.u64s()) vals.push_back(UnsignedLiteral(v, 8)); break;
     case xla::F32: for (float v : lit.f32s()) vals.push_back(FloatLiteral(v, true)); break;
     case xla::F64: for (double v : lit.f64s()) vals.push_back(FloatLiteral(v, false)); break;
+    case xla::BF16:
+    case xla::F16: {
+      const std::string& bytes = t == xla::BF16 ? lit.bf16s() : lit.f16s();
+      for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
+        unsigned bits = static_cast<unsigned char>(bytes[i]) | (static_cast<unsigned char>(bytes[i + 1]) << 8);
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%s{0x%04x}", et.name, bits);
+        vals.push_back(buf);
+      }
+      break;
+    }
     default: return Fail(inst, "unsupported element type '" + PrimitiveTypeName(t) + "'");
   }
   if (static_cast<int64_t>(vals.size()) != n) {
@@ -948,10 +992,35 @@ std::string Substitute(const std::string& format, const std::string& type, const
   return out;
 }
 
-Result<std::string> FunctionEmitter::ElementwiseExpr(const Inst& inst, const std::vector<std::string>& args,
+Result<std::string> FunctionEmitter::ElementwiseExpr(const Inst& inst, xla::PrimitiveType out,
+                                                     const std::vector<std::string>& args,
                                                      const std::vector<xla::PrimitiveType>& types) {
   const std::string& op = inst.opcode();
-  const xla::PrimitiveType out = inst.shape().element_type();
+  // 16-bit floats: compute in f32 and round the result (bitcast-convert works on the bits).
+  bool narrow = IsNarrow(out);
+  for (auto t : types) narrow = narrow || IsNarrow(t);
+  if (narrow && op != "bitcast-convert") {
+    if (op != "convert") {
+      for (size_t i = 0; i < types.size(); ++i) {
+        const xla::PrimitiveType want = (op == "select" && i == 0)                   ? xla::PRED
+                                        : (op == "compare" || op == "is-finite") ? types[0]
+                                                                                 : out;
+        if (types[i] != want) {
+          return Fail(inst, "operand " + std::to_string(i) + " has element type " + PrimitiveTypeName(types[i]) +
+                                ", expected " + PrimitiveTypeName(want));
+        }
+      }
+    }
+    std::vector<std::string> wide_args;
+    std::vector<xla::PrimitiveType> wide_types;
+    for (size_t i = 0; i < args.size(); ++i) {
+      wide_args.push_back(Widen(args[i], types[i]));
+      wide_types.push_back(ComputeType(types[i]));
+    }
+    auto expr = ElementwiseExpr(inst, ComputeType(out), wide_args, wide_types);
+    if (!expr) return expr;
+    return Narrow(*expr, out);
+  }
   const std::string t = CType(out);
   auto bad_type = [&](xla::PrimitiveType ty) {
     return Fail(inst, "opcode '" + op + "' does not support element type " + PrimitiveTypeName(ty));
@@ -1054,7 +1123,7 @@ Status FunctionEmitter::EmitElementwise(Writer& w, const Inst& inst) {
     if (scalar()) args.push_back(a.name);
     else args.push_back(a.name + (a.dims.empty() && !dims.empty() ? "[0]" : "[i]"));
   }
-  auto expr = ElementwiseExpr(inst, args, types);
+  auto expr = ElementwiseExpr(inst, inst.shape().element_type(), args, types);
   if (!expr) return expr.error();
   w.Line(Comment(inst));
   if (scalar()) {
@@ -1084,8 +1153,9 @@ Status FunctionEmitter::EmitIota(Writer& w, const Inst& inst) {
   Leaf out = BeginArray(w, inst);
   auto loops = LoopsOver(dims);
   OpenLoops(w, loops);
-  w.Line("w[" + Linear(RowMajorTerms(dims)) + "] = static_cast<" + CType(t) + ">(i" +
-         std::to_string(inst.dimensions(0)) + ");");
+  w.Line("w[" + Linear(RowMajorTerms(dims)) + "] = " +
+         Narrow(std::string("static_cast<") + CType(ComputeType(t)) + ">(i" + std::to_string(inst.dimensions(0)) + ")", t) +
+         ";");
   CloseLoops(w, loops);
   FinishArray(w, out);
   values_[inst.id()] = {out};
@@ -1461,23 +1531,35 @@ Status FunctionEmitter::EmitDot(Writer& w, const Inst& inst) {
                           " (expected " + DimsText(expect_dims) + ")");
   }
   for (size_t i = 0; i < oterms.size(); ++i) oterms[i].coef = os[i];
-  const std::string ct = CType(t);
+  // Accumulate in the compute type (f32 for bf16/f16 results, rounded once at the end).
+  const xla::PrimitiveType acc_type = ComputeType(t);
+  const std::string ct = CType(acc_type);
   auto conv = [&](const std::string& e, xla::PrimitiveType from) {
-    return from == t ? e : "npc_convert<" + ct + ">(" + e + ")";
+    std::string wide = Widen(e, from);
+    return ComputeType(from) == acc_type ? wide : "npc_convert<" + ct + ">(" + wide + ")";
   };
   w.Line(Comment(inst));
   Leaf out = BeginArray(w, inst);
+  if (IsNarrow(t)) {
+    w.Line("std::vector<" + ct + "> acc_buffer(" + std::to_string(out.count()) + ");");
+    w.Line(ct + "* acc = acc_buffer.data();");
+  } else {
+    w.Line(ct + "* acc = w;");
+  }
   OpenLoops(w, outer);
   OpenLoops(w, contract);
   w.Line("const " + ct + " a = " + conv(lhs->name + "[" + Linear(lterms) + "]", lhs->type) + ";");
   OpenLoops(w, inner);
-  const std::string o = "w[" + Linear(oterms) + "]";
+  const std::string o = "acc[" + Linear(oterms) + "]";
   const std::string b = conv(rhs->name + "[" + Linear(rterms) + "]", rhs->type);
-  if (IsFloat(t)) w.Line(o + " += a * " + b + ";");
+  if (IsFloat(acc_type)) w.Line(o + " += a * " + b + ";");
   else w.Line(o + " = npc_add<" + ct + ">(" + o + ", npc_mul<" + ct + ">(a, " + b + "));");
   CloseLoops(w, inner);
   CloseLoops(w, contract);
   CloseLoops(w, outer);
+  if (IsNarrow(t)) {
+    w.Line("for (s64 i = 0; i < " + std::to_string(out.count()) + "; ++i) w[i] = " + Narrow("acc[i]", t) + ";");
+  }
   FinishArray(w, out);
   values_[inst.id()] = {out};
   return {};

@@ -10,7 +10,9 @@
 //   auto outs = (*exe)->Run({x, w});
 //
 // Supported subset (element types pred, s8, s16, s32, s64, u8, u16, u32, u64,
-// f32, f64; bf16/f16 are not supported):
+// f32, f64, bf16, f16; bf16/f16 are stored as their 16 bits and every op on
+// them computes in f32 and rounds its result to nearest-even; a dot with a
+// bf16/f16 result accumulates in f32 and rounds once):
 //   parameter, constant, iota, broadcast, reshape, copy, transpose, slice,
 //   dynamic-slice, dynamic-update-slice, concatenate, pad, reverse, dot,
 //   reduce (variadic too; the reducer is any scalar computation), map, call,
@@ -21,7 +23,8 @@
 //   shift-right-arithmetic negate abs sign floor ceil round-nearest-afz
 //   round-nearest-even exponential exponential-minus-one log log-plus-one
 //   logistic sqrt rsqrt cbrt sine cosine tan tanh erf is-finite popcnt
-//   count-leading-zeros.
+//   count-leading-zeros; custom-call AwsNeuronTransferWithStaticRing (a
+//   torch-neuronx transfer hint on weights) is the identity.
 // Anything else (custom-call, gather, scatter, while, conditional, sort,
 // collectives, rng, ...) makes GenerateCpp fail with an Error naming the
 // opcode, the instruction and the computation. Only instructions reachable

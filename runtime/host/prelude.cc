@@ -24,6 +24,10 @@ using u32 = std::uint32_t;
 using u64 = std::uint64_t;
 using f32 = float;
 using f64 = double;
+// 16-bit floats are stored as their bits and computed in f32, rounding each
+// result back to nearest-even.
+struct bf16 { u16 bits; };
+struct f16 { u16 bits; };
 
 // Integer arithmetic is done in an unsigned type at least as wide as int, so
 // that overflow wraps instead of being undefined.
@@ -176,6 +180,39 @@ template <class To, class From> inline To npc_bitcast(From x) {
   To y;
   std::memcpy(&y, &x, sizeof y);
   return y;
+}
+inline f32 npc_f32(bf16 x) { return npc_bitcast<f32>(static_cast<u32>(x.bits) << 16); }
+inline bf16 npc_to_bf16(f32 f) {
+  u32 u = npc_bitcast<u32>(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{static_cast<u16>((u >> 16) | 0x40u)};  // NaN stays NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return bf16{static_cast<u16>(u >> 16)};
+}
+inline f32 npc_f32(f16 h) {
+  const u32 sign = static_cast<u32>(h.bits & 0x8000u) << 16;
+  const u32 exp = (h.bits >> 10) & 0x1fu, mant = h.bits & 0x3ffu;
+  if (exp == 0) {
+    const f32 f = static_cast<f32>(mant) * 5.9604644775390625e-8f;  // subnormal: mant * 2^-24
+    return sign ? -f : f;
+  }
+  if (exp == 31) return npc_bitcast<f32>(sign | 0x7f800000u | (mant << 13));
+  return npc_bitcast<f32>(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+inline f16 npc_to_f16(f32 f) {
+  u32 u = npc_bitcast<u32>(f);
+  const u16 sign = static_cast<u16>((u >> 16) & 0x8000u);
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return f16{static_cast<u16>(sign | 0x7e00u)};  // NaN
+  if (u >= 0x477ff000u) return f16{static_cast<u16>(sign | 0x7c00u)};  // rounds to >= 65520: inf
+  if (u < 0x38800000u) {  // below 2^-14: a subnormal half, in units of 2^-24
+    const f32 a = npc_bitcast<f32>(u) * 16777216.0f;
+    u32 m = static_cast<u32>(a);
+    const f32 frac = a - static_cast<f32>(m);
+    if (frac > 0.5f || (frac == 0.5f && (m & 1u))) ++m;
+    return f16{static_cast<u16>(sign | m)};
+  }
+  u += 0xfffu + ((u >> 13) & 1u);
+  return f16{static_cast<u16>(sign | (((u >> 23) - 112u) << 10) | ((u >> 13) & 0x3ffu))};
 }
 // Total order of floats (comparison_type TOTALORDER):
 // -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.

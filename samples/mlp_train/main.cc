@@ -27,6 +27,8 @@
 
 namespace {
 
+namespace xla = ::npc::xla;
+
 npc::Tensor F32Tensor(std::vector<int64_t> dims, const float* values) {
   npc::Tensor t = npc::ZeroTensor(xla::F32, std::move(dims));
   std::memcpy(t.bytes.data(), values, t.bytes.size());

@@ -190,7 +190,7 @@ Dataset MakeExamples(const ModelConfig& c, const std::vector<double>& centers, i
 Data MakeData(const ModelConfig& c, int64_t train_size, int64_t eval_size, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<double> centers;
-  for (int64_t i = 0; i < c.classes * c.inputs; ++i) centers.push_back(0.75 * Normal(rng));
+  for (int64_t i = 0; i < c.classes * c.inputs; ++i) centers.push_back(1.0 * Normal(rng));
   Data data;
   data.train = MakeExamples(c, centers, train_size, rng);
   data.eval = MakeExamples(c, centers, eval_size, rng);

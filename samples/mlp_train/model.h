@@ -16,6 +16,9 @@
 
 namespace mlp {
 
+// npc's HLO protos live in npc::xla (so that a program may also link XLA).
+namespace xla = ::npc::xla;
+
 struct ModelConfig {
   int64_t inputs = 16;   // D: features per example
   int64_t hidden = 32;   // H: hidden units

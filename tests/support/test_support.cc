@@ -11,6 +11,10 @@
 #include <sstream>
 
 #include "compilers/process.h"
+#include "npc/cache.h"
+#include "npc/compiler.h"
+#include "npc/hlo.h"
+#include "npc/hlo_builder.h"
 
 namespace npc::testing {
 
@@ -102,6 +106,57 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::map<st
 std::string GetEnv(const std::string& name, const std::string& fallback) {
   const char* v = std::getenv(name.c_str());
   return v ? std::string(v) : fallback;
+}
+
+xla::HloModuleProto SmallTestModule(int64_t n, float scale) {
+  hlo::HloBuilder b("npc_test_" + std::to_string(n));
+  auto x = b.Parameter(0, xla::F32, {n}, "x");
+  auto s = b.Broadcast(b.ConstantF32(scale), {n}, {});
+  auto y = b.Add(b.Mul(x, s), x);
+  return b.Build(b.Tuple({y}));
+}
+
+xla::HloModuleProto UnsupportedOpModule() {
+  hlo::HloBuilder b("npc_test_cholesky");
+  auto a = b.Parameter(0, xla::F32, {4, 4}, "a");
+  xla::HloInstructionProto chol;
+  chol.set_opcode("cholesky");
+  auto c = b.AddInstruction(chol, {a}, hlo::HloBuilder::ArrayShape(xla::F32, {4, 4}));
+  return b.Build(b.Tuple({c}));
+}
+
+std::string HostCompilerDir(const std::string& program) {
+  CompilerOptions options = CompilerOptionsFromEnvironment();
+  options.backend = "host";
+  if (!program.empty()) options.program = program;
+  auto compiler = MakeCompiler(options);
+  if (!compiler) {
+    ADD_FAILURE() << compiler.error().message;
+    return "";
+  }
+  auto dir = (*compiler)->CacheDirectoryName();
+  if (!dir) {
+    ADD_FAILURE() << dir.error().message;
+    return "";
+  }
+  return *dir;
+}
+
+std::string PutTestEntryBytes(const std::string& cache_root, const std::string& compiler_dir,
+                              const std::string& hlo_bytes, const std::string& graph_key) {
+  const std::string flags = cache::CompileFlagsJson({});
+  cache::EntryRef ref{compiler_dir, graph_key, cache::FlagsHash(flags)};
+  cache::LocalStore store(cache_root);
+  if (auto st = cache::PutEntryInputs(store, ref, hlo_bytes, flags); !st) {
+    ADD_FAILURE() << st.error().message;
+  }
+  return ref.dir();
+}
+
+std::string PutTestEntry(const std::string& cache_root, const std::string& compiler_dir,
+                         const xla::HloModuleProto& module, const std::string& graph_key) {
+  return PutTestEntryBytes(cache_root, compiler_dir, module.SerializeAsString(),
+                           graph_key.empty() ? hlo::CanonicalGraphKey(module) : graph_key);
 }
 
 }  // namespace npc::testing

@@ -4,9 +4,12 @@
 // keep going and report more.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
+
+#include "npc/hlo.pb.h"
 
 namespace npc::testing {
 
@@ -52,5 +55,27 @@ CommandResult RunCommand(const std::vector<std::string>& argv,
 
 // The value of the environment variable `name`, or `fallback`.
 std::string GetEnv(const std::string& name, const std::string& fallback = "");
+
+// ---- compile-cache fixtures -------------------------------------------------
+
+// A small valid module the host backend compiles: f32[n] x -> ((x * scale) + x).
+// Different n or scale give different graph keys.
+xla::HloModuleProto SmallTestModule(int64_t n, float scale = 2.0f);
+// A valid module with an op the host backend does not implement ("cholesky").
+xla::HloModuleProto UnsupportedOpModule();
+
+// The host backend's compiler directory name (e.g. "host-gcc-12.2.0-cg1") for
+// the C++ compiler `program` (empty: NPC_COMPILER / CXX / the default, as the
+// runtime picks). Empty string and a gtest failure on error.
+std::string HostCompilerDir(const std::string& program = "");
+
+// Writes a TODO entry (HLO and compile_flags.json "[]") into the local cache
+// at `cache_root`, as the runtime's trial run would; returns the entry
+// directory relative to the root ("<compiler dir>/MODULE_<key>+<hash>").
+// `graph_key` empty: the module's canonical key (needs a parseable module).
+std::string PutTestEntry(const std::string& cache_root, const std::string& compiler_dir,
+                         const xla::HloModuleProto& module, const std::string& graph_key = "");
+std::string PutTestEntryBytes(const std::string& cache_root, const std::string& compiler_dir,
+                              const std::string& hlo_bytes, const std::string& graph_key);
 
 }  // namespace npc::testing

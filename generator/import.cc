@@ -1,0 +1,108 @@
+#include "generator/import.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "generator/commands.h"
+#include "npc/hlo.h"
+#include "npc/log.h"
+
+namespace npc::tool {
+
+namespace {
+
+// Serialized with deterministic map ordering, so the same module always gives
+// the same bytes (and the same HLO digest in a manifest).
+std::string SerializeDeterministic(const xla::HloModuleProto& module) {
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    module.SerializeToCodedStream(&coded);
+  }
+  return out;
+}
+
+std::string StoreShownPath(cache::Store& store, const std::string& path) {
+  auto local = store.LocalPath(path);
+  return local ? *local : store.url() + "/" + path;
+}
+
+}  // namespace
+
+Result<std::vector<ImportedEntry>> ImportHloFiles(cache::Store& store, const std::string& compiler_dir,
+                                                  const std::vector<std::string>& files,
+                                                  const std::vector<std::string>& flags) {
+  const std::string flags_json = cache::CompileFlagsJson(flags);
+  const std::string flags_hash = cache::FlagsHash(flags_json);
+  struct Parsed {
+    ImportedEntry entry;
+    std::string bytes;
+  };
+  std::vector<Parsed> parsed;
+  parsed.reserve(files.size());
+  // Parse everything first: a bad file imports nothing.
+  for (const auto& file : files) {
+    auto module = hlo::ReadHloModuleFile(file);
+    if (!module) return module.error();
+    Parsed p;
+    p.entry.source = file;
+    p.entry.ref = cache::EntryRef{compiler_dir, hlo::CanonicalGraphKey(*module), flags_hash};
+    p.bytes = SerializeDeterministic(*module);
+    parsed.push_back(std::move(p));
+  }
+  std::vector<ImportedEntry> out;
+  out.reserve(parsed.size());
+  for (auto& p : parsed) {
+    auto existing = cache::FindHloFile(store, p.entry.ref);
+    if (!existing) return existing.error();
+    p.entry.created = !existing->has_value();
+    if (p.entry.created) {
+      if (auto st = cache::PutEntryInputs(store, p.entry.ref, p.bytes, flags_json); !st) return st.error();
+    }
+    out.push_back(std::move(p.entry));
+  }
+  return out;
+}
+
+int RunImport(const ToolOptions& options, const std::vector<std::string>& files) {
+  if (files.empty()) {
+    std::cerr << "npc import: no HLO files given (npc import [options] [--] <files...>)\n";
+    return 2;
+  }
+  auto flags = cache::ParseNeuronCcFlags(std::getenv("NEURON_CC_FLAGS") ? std::getenv("NEURON_CC_FLAGS") : "");
+  if (!flags) {
+    log::Error(log::kParallelCompile, "NEURON_CC_FLAGS: " + flags.error().message);
+    return 1;
+  }
+  auto ctx = OpenToolContext(options);
+  if (!ctx) {
+    log::Error(log::kParallelCompile, ctx.error().message);
+    return 1;
+  }
+  auto imported = ImportHloFiles(*ctx->store, ctx->compiler_dir, files, flags->compiler_flags);
+  if (!imported) {
+    log::Error(log::kParallelCompile, imported.error().message);
+    return 1;
+  }
+  int created = 0;
+  for (const auto& e : *imported) {
+    std::string where = StoreShownPath(*ctx->store, e.ref.dir());
+    if (e.created) {
+      ++created;
+      std::cout << "imported " << e.source << " -> " << where << "\n";
+    } else {
+      std::cout << "already in the cache: " << e.source << " -> " << where << "\n";
+    }
+  }
+  log::Info(log::kParallelCompile, "Imported " + std::to_string(created) + " new entries (" +
+                                       std::to_string(imported->size() - created) + " already present) into " +
+                                       ctx->compiler_dir_path + "; compile them with `npc compile`");
+  return 0;
+}
+
+}  // namespace npc::tool

@@ -1,0 +1,38 @@
+// `npc import`: HLO files checked into a project become cache entries to
+// compile, exactly as if a trial run had extracted them (DESIGN.md section 2).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "generator/cli.h"
+#include "npc/cache.h"
+#include "npc/result.h"
+
+namespace npc::tool {
+
+struct ImportedEntry {
+  std::string source;    // the file given
+  cache::EntryRef ref;
+  bool created = false;  // false: the entry already had an HLO (left alone)
+};
+
+// Puts each HLO file (any format hlo::ReadHloModuleFile reads: HloModuleProto,
+// HloProto, gzip of either, HLO text) into the cache as a TODO entry of
+// `compiler_dir`: graph key hlo::CanonicalGraphKey, flags hash of
+// cache::CompileFlagsJson(flags). The HLO is stored as a serialized
+// HloModuleProto (deterministic serialization) in model.hlo_module.pb, with
+// compile_flags.json beside it. Entries that already hold an HLO are left
+// alone (created = false). All files are read and parsed before anything is
+// written. Errors: a file that does not read or parse (naming it), store I/O.
+Result<std::vector<ImportedEntry>> ImportHloFiles(cache::Store& store, const std::string& compiler_dir,
+                                                  const std::vector<std::string>& files,
+                                                  const std::vector<std::string>& flags);
+
+// `npc import [options] [--] <files...>`: ImportHloFiles into the compiler
+// directory of the selected backend, with the compiler flags of
+// NEURON_CC_FLAGS; prints one line per file and entry. 0 on success, 1 on
+// error, 2 when no file is given.
+int RunImport(const ToolOptions& options, const std::vector<std::string>& files);
+
+}  // namespace npc::tool

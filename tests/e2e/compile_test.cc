@@ -1,0 +1,251 @@
+// End-to-end: `neuron_parallel_compile --command compile` and `npc` driving the
+// real ninja and the real C++ compiler (host backend) over a cache filled the
+// way a trial run fills it. Failures, cached failures, corrupt inputs,
+// incremental builds, scan/clean/clear-locks.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "npc/cache.h"
+#include "npc/hlo.h"
+#include "support/test_support.h"
+
+namespace npc {
+namespace {
+
+namespace fs = std::filesystem;
+using Args = std::vector<std::string>;
+using cache::EntryState;
+using testing::CommandResult;
+using testing::FileExists;
+using testing::ReadFile;
+using testing::RunCommand;
+using testing::TempDir;
+
+int64_t MtimeNs(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return -1;
+  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+std::string KeyOf(const std::string& entry) {
+  auto name = entry.substr(entry.rfind('/') + 1);
+  return name.substr(7, name.find('+') - 7);
+}
+
+class CompileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache_ = tmp_.Sub("cache");
+    dir_ = testing::HostCompilerDir();
+    ASSERT_FALSE(dir_.empty());
+  }
+  CommandResult Cli(Args args, std::map<std::string, std::string> env = {}, const std::string& cwd = "") {
+    args.insert(args.begin(), NPC_CLI);
+    env.emplace("NEURON_CC_FLAGS", "<unset>");
+    env.emplace("NEURON_COMPILE_CACHE_URL", "<unset>");
+    return RunCommand(args, env, cwd);
+  }
+  CommandResult Tool(Args args, std::map<std::string, std::string> env = {}) {
+    args.insert(args.begin(), NPC_TOOL);
+    env.emplace("NEURON_CC_FLAGS", "<unset>");
+    env.emplace("NEURON_COMPILE_CACHE_URL", "<unset>");
+    return RunCommand(args, env);
+  }
+  EntryState State(const std::string& entry) {
+    cache::LocalStore store(cache_);
+    auto ref = cache::ParseEntryDirName(dir_, entry.substr(entry.rfind('/') + 1));
+    EXPECT_TRUE(ref.has_value()) << entry;
+    auto state = cache::GetEntryState(store, *ref, "model.so");
+    EXPECT_TRUE(state.ok());
+    return state.ok() ? *state : EntryState::kEmpty;
+  }
+  std::string Path(const std::string& entry, const std::string& file) { return cache_ + "/" + entry + "/" + file; }
+  std::string BuildDir() { return cache_ + "/" + dir_ + "/.npc-build"; }
+
+  TempDir tmp_;
+  std::string cache_;
+  std::string dir_;
+};
+
+TEST_F(CompileTest, FailureIsCachedReportedAndRetried) {
+  const std::string good1 = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(8));
+  const std::string good2 = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(16));
+  const std::string bad = testing::PutTestEntry(cache_, dir_, testing::UnsupportedOpModule());
+
+  auto first = Cli({"--command", "compile", "--cache_dir", cache_});
+  EXPECT_EQ(first.exit_status, 1) << first.output;
+  EXPECT_NE(first.output.find("Total graphs: 3"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("Total successful compilations: 2"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("Total failed compilations: 1"), std::string::npos) << first.output;
+  EXPECT_NE(first.output.find("compilation_report"), std::string::npos);
+  EXPECT_NE(first.output.find("||NEURON_PARALLEL_COMPILE||"), std::string::npos);
+  // The failing edge shows the compiler output and where the log is.
+  EXPECT_NE(first.output.find(Path(bad, "model.log")), std::string::npos) << first.output;
+  EXPECT_EQ(State(good1), EntryState::kDone);
+  EXPECT_EQ(State(good2), EntryState::kDone);
+  EXPECT_EQ(State(bad), EntryState::kFailed);
+  ASSERT_TRUE(FileExists(Path(bad, "model.log")));
+  EXPECT_NE(ReadFile(Path(bad, "model.log")).find("cholesky"), std::string::npos) << ReadFile(Path(bad, "model.log"));
+  EXPECT_FALSE(FileExists(Path(bad, "model.so")));
+  EXPECT_FALSE(FileExists(Path(bad, "model.done")));
+
+  // Second run: the cached failure is reported (and counted), not recompiled.
+  const int64_t log_mtime = MtimeNs(Path(bad, "model.log"));
+  const int64_t so_mtime = MtimeNs(Path(good1, "model.so"));
+  usleep(20000);
+  auto second = Cli({"--command", "compile", "--cache_dir", cache_}, {{"NEURON_PARALLEL_COMPILE_DUMP_RESULTS", "1"}},
+                    tmp_.path());
+  EXPECT_EQ(second.exit_status, 1) << second.output;
+  EXPECT_NE(second.output.find("cached failure"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("Got a cached failed neff at"), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("Total failed compilations: 1"), std::string::npos) << second.output;
+  EXPECT_EQ(second.output.find("NPC " + KeyOf(bad)), std::string::npos) << second.output;
+  EXPECT_EQ(MtimeNs(Path(bad, "model.log")), log_mtime);
+  EXPECT_EQ(MtimeNs(Path(good1, "model.so")), so_mtime);
+  // NEURON_PARALLEL_COMPILE_DUMP_RESULTS=1: the results JSON in the working directory.
+  const std::string dumped = tmp_.Sub("neuron_parallel_compile_results.json");
+  ASSERT_TRUE(FileExists(dumped)) << second.output;
+  auto results = nlohmann::json::parse(ReadFile(dumped));
+  ASSERT_TRUE(results["compilation_report"].contains(Path(bad, "model.hlo_module.pb"))) << results.dump(2);
+  EXPECT_EQ(results["compilation_report"][Path(bad, "model.hlo_module.pb")]["status"], false);
+  EXPECT_EQ(results["compilation_summary"]["false"], 1);
+
+  // --retry_failed_compilation compiles it again (and it fails again).
+  auto third = Cli({"--command", "compile", "--retry_failed_compilation", "--cache_dir", cache_});
+  EXPECT_EQ(third.exit_status, 1) << third.output;
+  EXPECT_NE(third.output.find("NPC " + KeyOf(bad)), std::string::npos) << third.output;
+  EXPECT_NE(MtimeNs(Path(bad, "model.log")), log_mtime);
+  EXPECT_EQ(MtimeNs(Path(good1, "model.so")), so_mtime);
+  EXPECT_EQ(State(bad), EntryState::kFailed);
+
+  // The retry flag is honored from NEURON_CC_FLAGS too.
+  const int64_t log_mtime2 = MtimeNs(Path(bad, "model.log"));
+  usleep(20000);
+  auto fourth = Cli({"--command", "compile", "--cache_dir", cache_},
+                    {{"NEURON_CC_FLAGS", "--retry_failed_compilation"}});
+  EXPECT_EQ(fourth.exit_status, 1) << fourth.output;
+  EXPECT_NE(MtimeNs(Path(bad, "model.log")), log_mtime2);
+}
+
+TEST_F(CompileTest, CorruptHloFailsNamingTheFile) {
+  const std::string good = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(8));
+  const std::string corrupt =
+      testing::PutTestEntryBytes(cache_, dir_, "\xff\xff\xff\xff garbage, not an HLO module", "4242");
+  auto run = Cli({"--command", "compile", "--cache_dir", cache_});
+  EXPECT_EQ(run.exit_status, 1) << run.output;
+  EXPECT_EQ(State(good), EntryState::kDone);
+  EXPECT_EQ(State(corrupt), EntryState::kFailed);
+  const std::string hlo = Path(corrupt, "model.hlo_module.pb");
+  EXPECT_NE(ReadFile(Path(corrupt, "model.log")).find(hlo), std::string::npos) << ReadFile(Path(corrupt, "model.log"));
+  EXPECT_NE(run.output.find(hlo), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("Total failed compilations: 1"), std::string::npos) << run.output;
+}
+
+TEST_F(CompileTest, NinjaByHandIsIncrementalAndRegenerates) {
+  const std::string a = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(8));
+  const std::string b = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(32));
+  auto gen = Tool({"generate", "--cache", cache_, "--num_parallel", "1"});
+  ASSERT_EQ(gen.exit_status, 0) << gen.output;
+  const std::string ninja_file = BuildDir() + "/build.ninja";
+  ASSERT_TRUE(FileExists(ninja_file));
+  // Deterministic: the same cache state gives the same bytes.
+  const std::string text = ReadFile(ninja_file);
+  ASSERT_EQ(Tool({"generate", "--cache", cache_, "--num_parallel", "1"}).exit_status, 0);
+  EXPECT_EQ(ReadFile(ninja_file), text);
+  // Costliest (largest HLO) first.
+  EXPECT_LT(text.find(b + "/model.done"), text.find(a + "/model.done")) << text;
+
+  auto build = RunCommand({"ninja", "-C", BuildDir()});
+  ASSERT_EQ(build.exit_status, 0) << build.output;
+  EXPECT_NE(build.output.find("NPC " + KeyOf(a)), std::string::npos) << build.output;
+  EXPECT_EQ(State(a), EntryState::kDone);
+  EXPECT_EQ(State(b), EntryState::kDone);
+  auto again = RunCommand({"ninja", "-C", BuildDir()});
+  ASSERT_EQ(again.exit_status, 0) << again.output;
+  EXPECT_NE(again.output.find("no work to do"), std::string::npos) << again.output;
+
+  // A new graph appears (a later trial run): ninja re-runs the generator and
+  // compiles only the new entry.
+  usleep(20000);
+  const std::string c = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(64));
+  auto third = RunCommand({"ninja", "-C", BuildDir()});
+  ASSERT_EQ(third.exit_status, 0) << third.output;
+  EXPECT_NE(third.output.find("NPC " + KeyOf(c)), std::string::npos) << third.output;
+  EXPECT_EQ(third.output.find("NPC " + KeyOf(a)), std::string::npos) << third.output;
+  EXPECT_EQ(third.output.find("NPC " + KeyOf(b)), std::string::npos) << third.output;
+  EXPECT_EQ(State(c), EntryState::kDone);
+  // The per-edge result record is there for the summary.
+  auto record = nlohmann::json::parse(ReadFile(BuildDir() + "/results/" + c.substr(c.rfind('/') + 1) + ".json"));
+  EXPECT_EQ(record["status"], "compiled");
+  EXPECT_EQ(record["hlo_path"], Path(c, "model.hlo_module.pb"));
+  // The measured compile memory is recorded for the pool size.
+  EXPECT_TRUE(FileExists(BuildDir() + "/.npc_compile_memory"));
+
+  // `compile` afterwards: nothing to do, exit 0.
+  auto compile = Cli({"--command", "compile", "--cache_dir", cache_});
+  EXPECT_EQ(compile.exit_status, 0) << compile.output;
+  EXPECT_NE(compile.output.find("Total failed compilations: 0"), std::string::npos) << compile.output;
+}
+
+TEST_F(CompileTest, ScanClearLocksAndClean) {
+  const std::string a = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(8));
+  const std::string b = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(16));
+  ASSERT_TRUE(testing::WriteFile(Path(a, "model.lock"), "pid 999999\n"));  // stale
+  ASSERT_TRUE(testing::WriteFile(Path(b, "model.lock"), ""));
+  int fd = open(Path(b, "model.lock").c_str(), O_RDWR);  // held by this live process
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);
+  ASSERT_TRUE(testing::WriteFile(cache_ + "/" + dir_ + "/unrelated.txt", "keep until clean"));
+
+  auto scan = Tool({"scan", "--cache", cache_, "--json"});
+  ASSERT_EQ(scan.exit_status, 0) << scan.output;
+  auto j = nlohmann::json::parse(scan.output.substr(scan.output.find('{')));
+  ASSERT_EQ(j["entries"].size(), 2u) << scan.output;
+  std::map<std::string, std::string> states;
+  for (const auto& e : j["entries"]) states[e["entry"]] = e["state"];
+  EXPECT_EQ(states[a], "TODO");
+  EXPECT_EQ(states[b], "LOCKED");
+  auto text_scan = Cli({"--command", "scan", "--cache_dir", cache_});
+  EXPECT_EQ(text_scan.exit_status, 0);
+  EXPECT_NE(text_scan.output.find("LOCKED"), std::string::npos) << text_scan.output;
+
+  auto clear = Cli({"--command", "clear-locks", "--cache_dir", cache_});
+  EXPECT_EQ(clear.exit_status, 0) << clear.output;
+  EXPECT_FALSE(FileExists(Path(a, "model.lock")));
+  EXPECT_TRUE(FileExists(Path(b, "model.lock")));
+  EXPECT_NE(clear.output.find("Held by a live process"), std::string::npos) << clear.output;
+  EXPECT_TRUE(FileExists(cache_ + "/" + dir_ + "/unrelated.txt"));
+
+  auto clean = Cli({"--command", "clean", "--cache_dir", cache_});
+  EXPECT_EQ(clean.exit_status, 0) << clean.output;
+  EXPECT_FALSE(FileExists(cache_ + "/" + a));
+  EXPECT_TRUE(FileExists(cache_ + "/" + b)) << "an entry in use is left";
+  EXPECT_FALSE(FileExists(cache_ + "/" + dir_ + "/unrelated.txt"));
+  close(fd);
+  auto clean2 = Tool({"clean", "--cache", cache_});
+  EXPECT_EQ(clean2.exit_status, 0) << clean2.output;
+  EXPECT_FALSE(FileExists(cache_ + "/" + b));
+}
+
+// 256 failures must not wrap the exit status to 0.
+TEST_F(CompileTest, ExitStatusIsCappedAt255) {
+  for (int i = 0; i < 256; ++i) {
+    testing::PutTestEntryBytes(cache_, dir_, "\xff\xff\xff garbage " + std::to_string(i), std::to_string(1000 + i));
+  }
+  auto run = Cli({"--command", "compile", "--cache_dir", cache_, "--num_parallel", "4"});
+  EXPECT_EQ(run.exit_status, 255) << run.output.substr(run.output.size() > 3000 ? run.output.size() - 3000 : 0);
+  EXPECT_NE(run.output.find("Total failed compilations: 256"), std::string::npos);
+  // Again, as cached failures: still 255.
+  auto again = Cli({"--command", "compile", "--cache_dir", cache_});
+  EXPECT_EQ(again.exit_status, 255);
+}
+
+}  // namespace
+}  // namespace npc
