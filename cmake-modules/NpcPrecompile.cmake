@@ -3,8 +3,8 @@
 # Included by npc's package config (find_package(npc CONFIG REQUIRED)). Needs
 # the imported target npc::npc and, for the compile step, `ninja` (the one
 # CMake builds with under the Ninja generators, else the first in PATH; set
-# NPC_NINJA_PROGRAM to choose). Works with every single-configuration
-# generator (Ninja, Unix Makefiles) and with Ninja Multi-Config.
+# NPC_NINJA_PROGRAM to choose). For single-configuration generators (Ninja,
+# Unix Makefiles); tested with both.
 #
 # ---------------------------------------------------------------------------
 # NPC_CACHE_DIR (cache variable, default <top build dir>/npc-cache)

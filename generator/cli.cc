@@ -1,11 +1,13 @@
 #include "generator/cli.h"
 
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include "generator/commands.h"
+#include "generator/manifest.h"  // manifest, verify, import; --manifest, --offline
 #include "npc/log.h"
 
 namespace npc::tool {
@@ -48,7 +50,8 @@ void AddCommonOptions(CLI::App& app, ToolOptions& o) {
   app.add_option("--compiler", o.compiler,
                  "Compiler program: the C++ compiler for host, neuronx-cc for neuronx-cc (default: NPC_COMPILER)");
   app.add_option("--num_parallel", o.num_parallel,
-                 "Most compiles at once (also bounded by available memory)")
+                 "Most compiles at once (default: the number of CPUs); also bounded by available memory "
+                 "divided by the memory one compile needs")
       ->check(CLI::Range(1, 100000));
   app.add_option("--log_level", o.log_level, "Log level: debug, info, warning, error")
       ->check([](const std::string& s) {
@@ -143,6 +146,10 @@ constexpr const char* kNpcUsage =
     "  clean                remove this compiler's entries from the cache\n"
     "  clear-locks          remove lock files no live process holds\n"
     "  compile-entry        compile one entry (the command of a build edge)\n"
+    "  import <files...>    put HLO files into the cache as entries to compile\n"
+    "  manifest --manifest F  write the manifest (lock file) of the cache's entries: keys, flags, SHA-256 digests\n"
+    "  verify --manifest F  recompile the manifest's entries in a scratch cache and compare artifact digests\n"
+    "  (generate and compile take --manifest F [--offline]: build exactly the manifest's entries)\n"
     "\n"
     "Run `npc <command> --help` for its options.\n";
 
@@ -164,7 +171,8 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
     return out;
   }
   static const std::vector<std::string> kVerbs = {"collect", "compile", "all",         "generate",
-                                                  "scan",    "clean",   "clear-locks", "compile-entry"};
+                                                  "scan",    "clean",   "clear-locks", "compile-entry",
+                                                  "import",  "manifest", "verify"};
   if (std::find(kVerbs.begin(), kVerbs.end(), verb) == kVerbs.end()) {
     return UsageError("npc: unknown command '" + verb + "'\n\n" + kNpcUsage);
   }
@@ -180,21 +188,26 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
     app.add_option("--entry", o.entry, "Entry directory relative to the cache root: <compiler dir>/MODULE_<key>+<hash>")
         ->required();
   }
+  AddManifestOptions(app, verb, o);  // --manifest, --offline, --scratch_dir; manifest/verify/import options
   auto parsed = ParseWith(app, o, argv, 2);
   if (parsed.exit_now) return parsed;
   parsed.options.verb = verb;
   if (TakesCommand(verb) && parsed.options.command.empty()) {
     return UsageError("npc " + verb + ": no training command given (npc " + verb + " [options] -- <command...>)");
   }
-  if (!TakesCommand(verb) && !parsed.options.command.empty()) {
+  if (!TakesCommand(verb) && verb != "import" && !parsed.options.command.empty()) {
     return UsageError("npc " + verb + ": unexpected argument '" + parsed.options.command.front() + "'");
   }
   return parsed;
 }
 
 int RunTool(const ToolOptions& options) {
-  if (!options.log_level.empty()) log::SetLogLevel(options.log_level);
+  if (!options.log_level.empty()) {
+    log::SetLogLevel(options.log_level);
+    setenv("NPC_LOG_LEVEL", options.log_level.c_str(), 1);  // for the trial run, ninja's edges
+  }
   const std::string& v = options.verb;
+  if (auto status = RunManifestVerb(options)) return *status;  // manifest, verify, import, --manifest
   if (v == "all") return RunAll(options);
   if (v == "collect") return RunCollect(options, /*then_generate=*/true);
   if (v == "compile") return RunCompile(options);

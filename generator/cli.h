@@ -31,7 +31,11 @@ struct ToolOptions {
   bool retry_failed_compilation = false;
   bool json = false;                   // scan --json
   std::string entry;                   // compile-entry --entry <compiler dir>/MODULE_<key>+<hash>
-  std::vector<std::string> command;    // the training command
+  std::vector<std::string> command;    // the training command (import: the HLO files)
+  // Reproducible builds and import (generator/manifest.h, generator/import.h).
+  std::string manifest;                // --manifest <file>: manifest, verify; generate/compile exactly its entries
+  bool offline = false;                // --offline: refuse network caches (with --manifest)
+  std::string scratch_dir;             // verify --scratch_dir
 };
 
 // What parsing decided: run `options`, or exit now with `exit_status` after

@@ -198,7 +198,11 @@ Result<GenerateOutcome> Generate(const ToolContext& ctx, const ToolOptions& opti
 
   int64_t per_compile = ctx.compiler->DefaultMemoryPerCompileBytes();
   if (ctx.compiler->backend() == "host") per_compile = PerCompileEstimate(ReadCompileMemory(ctx.build_dir), per_compile);
-  out.pool_depth = ComputePoolDepth(options.num_parallel, MemAvailableBytes(), per_compile, CpuCount());
+  // Without --num_parallel the bound is the CPU count (what `-j` gets too):
+  // more compiles than CPUs gain nothing, and the depth (and so the file)
+  // then stays the same while available memory drifts.
+  std::optional<int> bound = options.num_parallel ? options.num_parallel : std::optional<int>(CpuCount());
+  out.pool_depth = ComputePoolDepth(bound, MemAvailableBytes(), per_compile, CpuCount());
 
   NinjaFileSpec spec;
   spec.npc_program = FindNpcProgram();

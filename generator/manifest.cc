@@ -16,10 +16,12 @@
 #include <set>
 #include <thread>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "compilers/process.h"
 #include "generator/commands.h"
+#include "generator/import.h"
 #include "generator/ninja_writer.h"
 #include "generator/plan.h"
 #include "generator/results.h"
@@ -546,6 +548,27 @@ std::optional<ManifestBuild> GenerateFromManifest(const ToolOptions& options, co
     log::Error(log::kParallelCompile, st.error().message);
     return std::nullopt;
   }
+  // Graphs the cache has but the manifest lacks (a changed program, a new
+  // import) are not built: say so, since the program would compile them on
+  // first use. (Only a message: build.ninja does not depend on the cache.)
+  if (auto scan = ScanCompilerDir(*ctx->store, ctx->compiler_dir, ctx->compiler->ArtifactName())) {
+    std::set<std::string> listed;
+    for (const auto& e : manifest->entries) listed.insert(e.ref().dir());
+    std::vector<std::string> extra;
+    for (const auto& e : *scan) {
+      if (e.state == EntryState::kTodo && !listed.count(e.ref.dir())) extra.push_back(e.ref.dir());
+    }
+    if (!extra.empty()) {
+      std::string names;
+      for (size_t i = 0; i < extra.size() && i < 5; ++i) names += "\n  " + extra[i];
+      if (extra.size() > 5) names += "\n  ...";
+      log::Warning(log::kParallelCompile, std::to_string(extra.size()) + " uncompiled entries of " +
+                                              ctx->compiler_dir_path + " are not in the manifest " +
+                                              AbsolutePath(mo.manifest_path) +
+                                              " and are not built (update it with `npc manifest` if the program's "
+                                              "graphs changed):" + names);
+    }
+  }
   std::error_code ec;
   fs::create_directories(ctx->build_dir, ec);
   if (ec) {
@@ -765,6 +788,59 @@ int RunVerify(const ToolOptions& options, const ManifestCommandOptions& mo) {
   std::cout << report->entries.size() << " entries: " << report->matched << " reproduced, " << report->mismatched
             << " differ, " << report->failed << " failed, " << report->unreferenced << " without a reference digest\n";
   return report->ok() ? 0 : 1;
+}
+
+// ---- CLI wiring ------------------------------------------------------------------------------
+
+ManifestCommandOptions ManifestCommandOptionsOf(const ToolOptions& options) {
+  ManifestCommandOptions mo;
+  mo.manifest_path = options.manifest;
+  mo.offline = options.offline;
+  mo.scratch_dir = options.scratch_dir;
+  return mo;
+}
+
+bool IsManifestVerb(const std::string& verb) { return verb == "manifest" || verb == "verify" || verb == "import"; }
+
+void AddManifestOptions(CLI::App& app, const std::string& verb, ToolOptions& o) {
+  if (verb == "manifest") {
+    app.add_option("--manifest,-o", o.manifest, "The manifest file to write")->required();
+  } else if (verb == "verify") {
+    app.add_option("--manifest", o.manifest, "The manifest whose entries to recompile and compare")->required();
+  } else if (verb == "generate" || verb == "compile") {
+    app.add_option("--manifest", o.manifest,
+                   "Build exactly the entries of this manifest (checking every HLO's digest; the build file is "
+                   "byte-identical for the same manifest)");
+  }
+  if (verb == "generate" || verb == "compile" || verb == "verify" || verb == "manifest") {
+    app.add_flag("--offline", o.offline, "Use local files only: refuse a network cache (s3://)");
+  }
+  if (verb == "verify") {
+    app.add_option("--scratch_dir", o.scratch_dir,
+                   "Where to recompile (default: a temporary directory, removed when every digest matches)");
+  }
+  if (IsManifestVerb(verb)) {
+    app.add_option("--compiler_dir", o.compiler_dir,
+                   "Compiler directory name under the cache root (default: asked from the compiler)");
+  }
+}
+
+std::optional<int> RunManifestVerb(const ToolOptions& options) {
+  const std::string& v = options.verb;
+  const bool manifest_mode = (v == "generate" || v == "compile") && !options.manifest.empty();
+  if (!IsManifestVerb(v) && !manifest_mode) {
+    if (options.offline) {
+      std::cerr << "npc " << v << ": --offline needs --manifest <file>\n";
+      return 2;
+    }
+    return std::nullopt;
+  }
+  if (v == "import") return RunImport(options, options.command);
+  ManifestCommandOptions mo = ManifestCommandOptionsOf(options);
+  if (v == "manifest") return RunManifest(options, mo);
+  if (v == "verify") return RunVerify(options, mo);
+  if (v == "generate") return RunGenerateFromManifest(options, mo);
+  return RunCompileFromManifest(options, mo);
 }
 
 }  // namespace npc::tool

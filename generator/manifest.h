@@ -41,6 +41,10 @@
 #include "npc/compiler.h"
 #include "npc/result.h"
 
+namespace CLI {
+class App;
+}
+
 namespace npc::tool {
 
 inline constexpr std::string_view kManifestFormat = "npc-manifest";
@@ -153,7 +157,8 @@ Result<VerifyReport> Verify(cache::Store& store, Compiler& compiler, const Manif
 
 // ---- command entry points (npc manifest / generate|compile --manifest / verify) ----
 
-// Options of these commands that ToolOptions does not have.
+// The options of these commands (from ToolOptions' manifest, offline and
+// scratch_dir on the command line; see ManifestCommandOptionsOf).
 struct ManifestCommandOptions {
   std::string manifest_path;          // --manifest: the file to write (manifest) or read (others)
   bool offline = false;               // --offline: refuse network caches (s3://)
@@ -165,7 +170,8 @@ struct ManifestCommandOptions {
 int RunManifest(const ToolOptions& options, const ManifestCommandOptions& manifest_options);
 // `npc generate --manifest F [--offline]`: checks the cache against the
 // manifest, then writes <build dir>/build.ninja with one edge per manifest
-// entry, in manifest order; the pool depth is --num_parallel, else the number
+// entry (DONE ones too; ninja skips what is up to date), costliest first by
+// the manifest's hlo_bytes; the pool depth is --num_parallel, else the number
 // of CPUs (not the available memory), so the file is a pure function of the
 // manifest, the cache path, the build directory and the options.
 int RunGenerateFromManifest(const ToolOptions& options, const ManifestCommandOptions& manifest_options);
@@ -177,5 +183,24 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
 // `npc verify --manifest F [--scratch_dir D]`: Verify(); prints one line per
 // entry; 0 when every digest matches.
 int RunVerify(const ToolOptions& options, const ManifestCommandOptions& manifest_options);
+
+// ---- CLI wiring (called from generator/cli.cc) ------------------------------------
+
+// The options of a command line as these commands take them.
+ManifestCommandOptions ManifestCommandOptionsOf(const ToolOptions& options);
+
+// true for the verbs added here: "manifest", "verify", "import".
+bool IsManifestVerb(const std::string& verb);
+
+// Adds this file's options to `app` for `verb`: --manifest and --offline
+// (generate, compile, manifest, verify), --scratch_dir (verify), --compiler_dir
+// (manifest, verify, import).
+void AddManifestOptions(CLI::App& app, const std::string& verb, ToolOptions& options);
+
+// Runs `npc manifest`, `npc verify`, `npc import` (files: options.command),
+// and `npc generate|compile` when options.manifest is set; nullopt for any
+// other command line (the caller runs it). --offline without --manifest is a
+// usage error (exit status 2).
+std::optional<int> RunManifestVerb(const ToolOptions& options);
 
 }  // namespace npc::tool

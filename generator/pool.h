@@ -3,6 +3,9 @@
 //
 //   depth = min(--num_parallel if given, max(1, MemAvailable / per-compile estimate))
 //
+// (The CLI passes the CPU count as num_parallel when --num_parallel is not
+// given: the same bound as ninja's -j.)
+//
 // Per-compile estimate: neuronx-cc 64 GiB (as neuron_parallel_compile
 // assumes); host backend: measured, the largest peak RSS of a host compile
 // recorded in <build dir>/.npc_compile_memory times 1.5, or the compiler's

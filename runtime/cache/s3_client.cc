@@ -147,7 +147,7 @@ size_t WriteCallback(char* data, size_t size, size_t n, void* user) {
   long status = 0;
   curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
   const S3Request& req = *t->request;
-  if (req.max_body_bytes > 0 && t->received + static_cast<int64_t>(len) > req.max_body_bytes) {
+  if (req.max_body_bytes > 0 && status >= 200 && status < 300 && t->received + static_cast<int64_t>(len) > req.max_body_bytes) {
     size_t keep = static_cast<size_t>(std::max<int64_t>(0, req.max_body_bytes - t->received));
     t->response->body.append(piece.substr(0, keep));
     t->received += static_cast<int64_t>(keep);
@@ -302,11 +302,18 @@ Result<S3Config> S3ConfigFromEnvironment(const std::string& url, const EnvLookup
   else if (auto r2 = env("AWS_DEFAULT_REGION")) config.region = *r2;
   else if (auto r3 = from_files("region")) config.region = *r3;
 
+  if (auto ca = env("AWS_CA_BUNDLE")) config.ca_bundle = ExpandHome(*ca, env);
+  else if (auto ca2 = from_files("ca_bundle")) config.ca_bundle = ExpandHome(*ca2, env);
+
   // Credentials.
   auto id = env("AWS_ACCESS_KEY_ID");
   auto secret = env("AWS_SECRET_ACCESS_KEY");
+  if (id.has_value() != secret.has_value()) {
+    return MakeError("cache URL " + url + ": " + (id ? "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not"
+                                                     : "AWS_SECRET_ACCESS_KEY is set but AWS_ACCESS_KEY_ID is not"));
+  }
   if (id && secret) {
-    config.credentials = {*id, *secret, env("AWS_SESSION_TOKEN").value_or(""), "the environment (AWS_ACCESS_KEY_ID)"};
+    config.credentials = {*id, *secret, env("AWS_SESSION_TOKEN").value_or(""), "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY in the environment"};
   } else {
     for (auto [section, file] : {std::pair{cred_section, credentials_file}, std::pair{config_section, config_file}}) {
       if (section == nullptr) continue;
@@ -616,7 +623,8 @@ Result<S3Response> S3Client::Perform(const S3Request& request, bool compat, std:
   if (!config_.credentials.session_token.empty()) {
     add_header("x-amz-security-token: " + config_.credentials.session_token);
   }
-  add_header("Expect:");
+  // No "Expect:" header to suppress 100-continue: curl 7.88 would sign the
+  // empty header it then does not send.
   bool has_content_type = false;
   for (const auto& [name, value] : request.headers) {
     add_header(name + ": " + value);
@@ -636,9 +644,7 @@ Result<S3Response> S3Client::Perform(const S3Request& request, bool compat, std:
     curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, std::max(1L, static_cast<long>(config_.stall_timeout_seconds)));
   }
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "npc-s3/1");
-  if (const char* ca = std::getenv("AWS_CA_BUNDLE"); ca != nullptr && *ca != '\0') {
-    curl_easy_setopt(curl, CURLOPT_CAINFO, ca);
-  }
+  if (!config_.ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_bundle.c_str());
   const std::string sigv4 = "aws:amz:" + config_.region + ":s3";
   if (!config_.credentials.empty()) {
     curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
@@ -712,7 +718,13 @@ Result<S3Response> S3Client::Send(const S3Request& request) {
       }
     }
     if (!retryable) return response;
-    last_cause = transport_error.empty() ? Describe(request, *response) : transport_error;
+    if (transport_error.empty()) {
+      std::string code = response->error_code();
+      last_cause = "HTTP " + std::to_string(response->status) + (code.empty() ? "" : " " + code);
+      if (std::string message = response->error_message(); !message.empty()) last_cause += ": " + message;
+    } else {
+      last_cause = transport_error;
+    }
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     const std::string where = S3Url(request.key) + ": " + request.method + " " + HttpUrl(request);
     if (attempts > config_.max_retries) {
@@ -767,7 +779,7 @@ std::string S3Client::Describe(const S3Request& request, const S3Response& respo
   } else {
     cause = code.empty() ? "unexpected response" : code;
   }
-  std::string text = S3Url(request.key) + ": " + cause + " [" + request.method + " " + HttpUrl(request) + " -> HTTP " +
+  std::string text = cause + " [" + request.method + " " + HttpUrl(request) + " -> HTTP " +
                      std::to_string(response.status);
   if (!message.empty()) text += ": " + message;
   return text + "]";

@@ -47,6 +47,7 @@ struct S3Config {
   std::string region = "us-east-1";
   AddressingStyle addressing = AddressingStyle::kAuto;
   Credentials credentials;  // empty: requests are sent unsigned (public buckets)
+  std::string ca_bundle;    // CA certificates file for https endpoints (AWS_CA_BUNDLE); empty: the system's
 
   // Files larger than this are uploaded with a multipart upload, in parts of
   // multipart_part_bytes (S3: parts of 5 MiB at least, except the last).
@@ -103,11 +104,14 @@ EnvLookup ProcessEnvironment();
 //    else the profile (AWS_PROFILE, else AWS_DEFAULT_PROFILE, else "default")
 //    in the credentials file (AWS_SHARED_CREDENTIALS_FILE, default
 //    ~/.aws/credentials), else the config file; else none (unsigned requests).
+//  - CA bundle: AWS_CA_BUNDLE.
 //  - addressing: NPC_S3_ADDRESSING_STYLE, else AWS_S3_ADDRESSING_STYLE
 //    ("path", "virtual", "auto").
 //  - the NPC_S3_* tuning variables documented on S3Config's fields.
-// Errors: a bad URL, a malformed variable, a named profile (AWS_PROFILE) that
-// exists in neither file.
+// Errors: a bad URL, a malformed variable, only one of AWS_ACCESS_KEY_ID and
+// AWS_SECRET_ACCESS_KEY set, a named profile (AWS_PROFILE) that exists in
+// neither file. Not supported: credential_process, SSO, web identity, and
+// the EC2/ECS metadata services (instance roles).
 Result<S3Config> S3ConfigFromEnvironment(const std::string& url, const EnvLookup& env = ProcessEnvironment());
 
 // ---- requests -----------------------------------------------------------------
@@ -165,10 +169,10 @@ class S3Client {
   // the retries are spent, naming the URL, the attempts and the last cause.
   Result<S3Response> Send(const S3Request& request);
 
-  // One clear message for an unexpected response: the s3:// URL of `key`,
-  // the operation, the HTTP status, S3's code and message, and for the
-  // common causes (bad credentials, missing bucket, wrong region, clock
-  // skew) what to check.
+  // One clear message for an unexpected response: the cause, with what to
+  // check for the common ones (bad credentials, missing bucket, wrong region,
+  // clock skew, expired token), then "[METHOD <http url> -> HTTP <status>:
+  // <S3's message>]". Callers put the s3:// URL of the object in front.
   std::string Describe(const S3Request& request, const S3Response& response) const;
 
   // "s3://bucket/key" for messages.

@@ -142,7 +142,7 @@ class S3EntryLock : public EntryLock {
       log::Warning(log::kCache, "cannot release the lock " + client_->S3Url(key_) + ": " + r.error().message +
                                     " (it expires by itself in " + Seconds(ttl_) + ")");
     } else if (!Is2xx(*r) && r->status != 404 && r->status != 412) {
-      log::Warning(log::kCache, "cannot release the lock: " + client_->Describe(del, *r) + " (it expires by itself in " +
+      log::Warning(log::kCache, "cannot release the lock " + client_->S3Url(key_) + ": " + client_->Describe(del, *r) + " (it expires by itself in " +
                                     Seconds(ttl_) + ")");
     }
   }
@@ -190,7 +190,7 @@ class S3EntryLock : public EntryLock {
                                     "?)");
       return;
     }
-    log::Warning(log::kCache, "cannot renew the lock: " + client_->Describe(put, *r));
+    log::Warning(log::kCache, "cannot renew the lock " + client_->S3Url(key_) + ": " + client_->Describe(put, *r));
   }
 
   std::shared_ptr<S3Client> client_;
@@ -299,7 +299,7 @@ Result<std::string> S3Store::Read(const std::string& path) {
   if (r->status == 404 && r->error_code() != "NoSuchBucket") {
     return MakeError("cannot read " + client_->S3Url(req.key) + ": no such object");
   }
-  return MakeError("cannot read " + client_->Describe(req, *r));
+  return MakeError("cannot read " + client_->S3Url(req.key) + ": " + client_->Describe(req, *r));
 }
 
 Result<int64_t> S3Store::Size(const std::string& path) {
@@ -325,7 +325,7 @@ Result<int64_t> S3Store::Size(const std::string& path) {
   if (r->status == 404 && r->error_code() != "NoSuchBucket") {
     return MakeError("cannot get the size of " + client_->S3Url(req.key) + ": no such object");
   }
-  return MakeError("cannot get the size of " + client_->Describe(req, *r));
+  return MakeError("cannot get the size of " + client_->S3Url(req.key) + ": " + client_->Describe(req, *r));
 }
 
 Result<int64_t> S3Store::Download(const std::string& path, const std::string& local_file) {
@@ -364,7 +364,7 @@ Result<int64_t> S3Store::Download(const std::string& path, const std::string& lo
   if (r->status == 404 && r->error_code() != "NoSuchBucket") {
     return MakeError("cannot download " + client_->S3Url(req.key) + ": no such object");
   }
-  return MakeError("cannot download " + client_->Describe(req, *r));
+  return MakeError("cannot download " + client_->S3Url(req.key) + ": " + client_->Describe(req, *r));
 }
 
 Status S3Store::WriteAtomic(const std::string& path, std::string_view data) {
@@ -374,7 +374,7 @@ Status S3Store::WriteAtomic(const std::string& path, std::string_view data) {
   req.body = data;
   auto r = client_->Send(req);
   if (!r) return r.error();
-  if (!Is2xx(*r)) return MakeError("cannot write " + client_->Describe(req, *r));
+  if (!Is2xx(*r)) return MakeError("cannot write " + client_->S3Url(req.key) + ": " + client_->Describe(req, *r));
   return {};
 }
 
@@ -412,7 +412,7 @@ Status S3Store::MultipartUpload(const std::string& key, const std::string& local
   if (!created) return created.error();
   auto ids = s3::XmlTexts(created->body, "UploadId");
   if (created->status != 200 || ids.empty() || ids.front().empty()) {
-    return MakeError("cannot start the multipart upload of " + client_->Describe(create, *created));
+    return MakeError("cannot start the multipart upload of " + client_->S3Url(key) + ": " + client_->Describe(create, *created));
   }
   const std::string upload_id = ids.front();
 
@@ -461,7 +461,7 @@ Status S3Store::MultipartUpload(const std::string& key, const std::string& local
     std::string etag = r->header("etag");
     if (r->status != 200 || etag.empty()) {
       close(fd);
-      return abort(MakeError("cannot upload part " + std::to_string(part_number) + " of " + client_->Describe(put, *r)));
+      return abort(MakeError("cannot upload part " + std::to_string(part_number) + " of " + client_->S3Url(key) + ": " + client_->Describe(put, *r)));
     }
     complete += "<Part><PartNumber>" + std::to_string(part_number) + "</PartNumber><ETag>" + s3::XmlEscape(etag) +
                 "</ETag></Part>";
@@ -477,7 +477,7 @@ Status S3Store::MultipartUpload(const std::string& key, const std::string& local
   if (!r) return abort(r.error());
   // S3 may answer 200 and still report an error in the body.
   if (r->status != 200 || r->body.find("<Error>") != std::string::npos) {
-    return abort(MakeError("cannot complete the multipart upload of " + client_->Describe(finish, *r)));
+    return abort(MakeError("cannot complete the multipart upload of " + client_->S3Url(key) + ": " + client_->Describe(finish, *r)));
   }
   return {};
 }
@@ -489,7 +489,7 @@ Status S3Store::Remove(const std::string& path) {
   auto r = client_->Send(req);
   if (!r) return r.error();
   if (Is2xx(*r) || (r->status == 404 && r->error_code() != "NoSuchBucket")) return {};
-  return MakeError("cannot remove " + client_->Describe(req, *r));
+  return MakeError("cannot remove " + client_->S3Url(req.key) + ": " + client_->Describe(req, *r));
 }
 
 Status S3Store::DeleteKeys(const std::vector<std::string>& keys) {
@@ -507,7 +507,7 @@ Status S3Store::DeleteKeys(const std::vector<std::string>& keys) {
     req.body = body;
     auto r = client_->Send(req);
     if (!r) return r.error();
-    if (r->status != 200) return MakeError("cannot delete objects: " + client_->Describe(req, *r));
+    if (r->status != 200) return MakeError("cannot delete objects in " + client_->S3Url(config().prefix) + ": " + client_->Describe(req, *r));
     for (std::string_view error : s3::XmlElements(r->body, "Error")) {
       auto key = s3::XmlTexts(error, "Key");
       auto code = s3::XmlTexts(error, "Code");
@@ -536,7 +536,7 @@ Result<S3Store::Lease> S3Store::ReadLease(const std::string& key) {
   auto r = client_->Send(req);
   if (!r) return r.error();
   if (r->status == 404 && r->error_code() != "NoSuchBucket") return lease;
-  if (r->status != 200) return MakeError("cannot read the lock " + client_->Describe(req, *r));
+  if (r->status != 200) return MakeError("cannot read the lock " + client_->S3Url(key) + ": " + client_->Describe(req, *r));
   lease.exists = true;
   lease.etag = r->header("etag");
   lease.ttl = config().lease_ttl_seconds;
@@ -582,8 +582,9 @@ Result<std::unique_ptr<EntryLock>> S3Store::TryLock(const std::string& entry_dir
     for (auto& c : conditions) req.headers.push_back(std::move(c));
     auto r = client_->Send(req);
     if (!r) return r.error();
-    if (!Is2xx(*r) && r->status != 412 && r->status != 409 && r->status != 404 && !NotImplemented(*r)) {
-      return MakeError("cannot write the lock " + client_->Describe(req, *r));
+    bool gone = r->status == 404 && r->error_code() != "NoSuchBucket";  // If-Match on a vanished lease
+    if (!Is2xx(*r) && r->status != 412 && r->status != 409 && !gone && !NotImplemented(*r)) {
+      return MakeError("cannot write the lock " + client_->S3Url(key) + ": " + client_->Describe(req, *r));
     }
     return r;
   };
@@ -631,7 +632,7 @@ Result<std::unique_ptr<EntryLock>> S3Store::TryLock(const std::string& entry_dir
       }
       if (!r) return r.error();
       if (!Is2xx(*r) && r->status != 404 && r->status != 412) {
-        return MakeError("cannot remove the expired lock " + client_->Describe(del, *r));
+        return MakeError("cannot remove the expired lock " + client_->S3Url(key) + ": " + client_->Describe(del, *r));
       }
     }
     // 412/409/404: someone else renewed, took over or released it: look again.

@@ -28,8 +28,11 @@
 //   lease (window: one round trip after a lease expired);
 // - released by a DELETE conditional on the ETag (a successor's lease stays).
 // After a successful create or takeover the lease is read back and must name
-// us: this closes the race on servers whose conditional PUT is not atomic
-// (moto checks and writes in two steps).
+// us (one GET): a defence for servers whose conditional PUT is not atomic
+// (moto checks, then writes, without a lock); S3 itself does not need it.
+// A holder that cannot renew for a whole TTL (frozen, partitioned) loses its
+// lease and logs so; its compile may then be repeated by the next holder,
+// which is harmless (both upload the same artifact, each PUT is atomic).
 #pragma once
 
 #include <memory>

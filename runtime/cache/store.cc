@@ -1,6 +1,7 @@
 // OpenStore: the store for a cache URL (see npc/cache.h).
 #include <filesystem>
 
+#include "cache/s3_store.h"
 #include "npc/cache.h"
 
 namespace npc::cache {
@@ -8,7 +9,9 @@ namespace fs = std::filesystem;
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
   if (url.rfind("s3://", 0) == 0) {
-    return MakeError("cache URL " + url + ": S3 caches are not supported by this build yet");
+    auto store = OpenS3Store(url);
+    if (!store) return store.error();
+    return std::unique_ptr<Store>(std::move(*store));
   }
   std::string path = url;
   if (path.rfind("file://", 0) == 0) path = path.substr(7);

@@ -9,6 +9,7 @@
 #include "hlo/text_reader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +17,8 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -198,6 +201,7 @@ class Parser {
 
   // What the next token looks like, for messages.
   std::string Describe(size_t pos) const {
+    while (pos < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos]))) ++pos;
     if (pos >= text_.size()) return "end of input";
     size_t end = pos;
     if (text_[pos] == '%') ++end;
@@ -239,6 +243,13 @@ class Parser {
 
   bool TryConsume(char c) {
     SkipSpace();
+    if (Peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+
+  // `c` exactly at pos_, no whitespace skipping.
+  bool TryConsumeRaw(char c) {
     if (Peek() != c) return false;
     ++pos_;
     return true;
@@ -298,7 +309,8 @@ class Parser {
     return ParseIntRaw(out);
   }
 
-  bool ParseIntRaw(int64_t* out) {
+  // `check_end`: reject "1.5" / "1e3"; off inside "3x3" and "0_1x1_0".
+  bool ParseIntRaw(int64_t* out, bool check_end = true) {
     size_t start = pos_;
     const char* begin = text_.data() + pos_;
     const char* end = text_.data() + text_.size();
@@ -306,6 +318,16 @@ class Parser {
     if (ec == std::errc::result_out_of_range) return Fail(start, "integer out of range");
     if (ec != std::errc() || ptr == begin) return FailExpected("an integer");
     pos_ += static_cast<size_t>(ptr - begin);
+    return !check_end || CheckIntegerEnd(start);
+  }
+
+  // An integer must not run on into a fraction or an exponent ("1.5", "1e3").
+  bool CheckIntegerEnd(size_t start) {
+    if (!AtEnd() && (Peek() == '.' || std::isalpha(static_cast<unsigned char>(Peek())))) {
+      size_t end = pos_;
+      while (end < text_.size() && (IsIdentChar(text_[end]) || text_[end] == '+')) ++end;
+      return Fail(start, "expected an integer, found '" + std::string(text_.substr(start, end - start)) + "'");
+    }
     return true;
   }
 
@@ -491,7 +513,7 @@ class Parser {
     SkipSpace();
     if (Peek() != '}' && Peek() != ':') {
       do {
-        int64_t d;
+        int64_t d = 0;
         if (!ParseInt(&d)) return false;
         layout->add_minor_to_major(d);
       } while (TryConsume(','));
@@ -501,7 +523,7 @@ class Parser {
       while (!AtEnd() && Peek() != '}') {
         if (Peek() == 'S' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '(') {
           pos_ += 2;
-          int64_t space;
+          int64_t space = 0;
           if (!ParseInt(&space) || !Expect(')')) return false;
           layout->set_memory_space(space);
           continue;
@@ -673,7 +695,7 @@ class Parser {
           lit->add_preds(false);
           return true;
         }
-        int64_t v;
+        int64_t v = 0;
         if (!ParseIntRaw(&v)) return false;
         if (v != 0 && v != 1) return Fail(start, "constant value out of range for pred");
         lit->add_preds(v != 0);
@@ -683,7 +705,7 @@ class Parser {
       case xla::S16:
       case xla::S32:
       case xla::S64: {
-        int64_t v;
+        int64_t v = 0;
         if (!ParseIntRaw(&v)) return false;
         int bits = type == xla::S8 ? 8 : type == xla::S16 ? 16 : type == xla::S32 ? 32 : 64;
         if (bits < 64) {
@@ -706,6 +728,7 @@ class Parser {
         if (ec == std::errc::result_out_of_range) return Fail(start, "constant value out of range for " + TypeName(type));
         if (ec != std::errc() || ptr == begin) return FailExpected("an unsigned integer");
         pos_ += static_cast<size_t>(ptr - begin);
+        if (!CheckIntegerEnd(start)) return false;
         int bits = type == xla::U8 ? 8 : type == xla::U16 ? 16 : type == xla::U32 ? 32 : 64;
         if (bits < 64 && v >= (uint64_t{1} << bits)) {
           return Fail(start, "constant value out of range for " + TypeName(type));
@@ -813,7 +836,7 @@ class Parser {
     if (!Expect('{')) return false;
     if (TryConsume('}')) return true;
     do {
-      int64_t v;
+      int64_t v = 0;
       if (!ParseInt(&v)) return false;
       out->push_back(v);
     } while (TryConsume(','));
@@ -862,7 +885,7 @@ class Parser {
     if (TryConsume('}')) return true;
     do {
       if (!Expect('[')) return false;
-      int64_t start, limit, stride = 1;
+      int64_t start = 0, limit = 0, stride = 1;
       if (!ParseInt(&start) || !Expect(':') || !ParseInt(&limit)) return false;
       if (TryConsume(':') && !ParseInt(&stride)) return false;
       if (!Expect(']')) return false;
@@ -879,30 +902,30 @@ class Parser {
   bool ParsePadding(xla::PaddingConfig* config) {
     SkipSpace();
     do {
-      int64_t lo, hi, interior = 0;
-      if (!ParseIntRaw(&lo)) return false;
+      int64_t lo = 0, hi = 0, interior = 0;
+      if (!ParseIntRaw(&lo, false)) return false;
       if (Peek() != '_') return FailExpected("'_' in padding");
       ++pos_;
-      if (!ParseIntRaw(&hi)) return false;
+      if (!ParseIntRaw(&hi, false)) return false;
       if (Peek() == '_') {
         ++pos_;
-        if (!ParseIntRaw(&interior)) return false;
+        if (!ParseIntRaw(&interior, false)) return false;
       }
       auto* d = config->add_dimensions();
       d->set_edge_padding_low(lo);
       d->set_edge_padding_high(hi);
       d->set_interior_padding(interior);
-    } while (Peek() == 'x' && ++pos_);
+    } while (TryConsumeRaw('x'));
     return true;
   }
 
-  // Values of one window key: N(xN)* or for pad lo_hi(xlo_hi)*.
+  // Values of one window key: N(xN)*.
   bool ParseXSeparated(std::vector<int64_t>* out) {
     do {
-      int64_t v;
-      if (!ParseIntRaw(&v)) return false;
+      int64_t v = 0;
+      if (!ParseIntRaw(&v, false)) return false;
       out->push_back(v);
-    } while (Peek() == 'x' && ++pos_);
+    } while (TryConsumeRaw('x'));
     return true;
   }
 
@@ -1005,7 +1028,7 @@ class Parser {
     if (!Expect('[')) return false;
     std::vector<int64_t> dims;
     do {
-      int64_t d;
+      int64_t d = 0;
       if (!ParseInt(&d)) return false;
       dims.push_back(d);
     } while (TryConsume(','));
@@ -1017,7 +1040,7 @@ class Parser {
       if (!Expect('(')) return false;
       perm.clear();
       do {
-        int64_t p;
+        int64_t p = 0;
         if (!ParseInt(&p)) return false;
         perm.push_back(p);
       } while (TryConsume(','));
@@ -1081,7 +1104,7 @@ class Parser {
       } else if (word == "last_tile_dim_replicate") {
         sharding->set_replicate_on_last_tile_dim(true);
       } else if (word == "device" && TryConsume('=')) {
-        int64_t device;
+        int64_t device = 0;
         if (!ParseInt(&device)) return false;
         sharding->clear_tile_assignment_dimensions();
         sharding->add_tile_assignment_dimensions(1);
@@ -1091,7 +1114,7 @@ class Parser {
         sharding->set_type(xla::OpSharding::OTHER);
         if (!Expect('[')) return false;
         do {
-          int64_t d;
+          int64_t d = 0;
           if (!ParseInt(&d)) return false;
           sharding->add_tile_assignment_dimensions(d);
         } while (TryConsume(','));
@@ -1103,7 +1126,7 @@ class Parser {
           if (!ParseIotaList(&devices)) return false;
         } else {
           do {
-            int64_t d;
+            int64_t d = 0;
             if (!ParseInt(&d)) return false;
             devices.push_back(d);
           } while (TryConsume(','));
@@ -1123,7 +1146,7 @@ class Parser {
       std::vector<int64_t> shape;
       ++pos_;
       do {
-        int64_t d;
+        int64_t d = 0;
         if (!ParseInt(&d)) return false;
         shape.push_back(d);
       } while (TryConsume(','));
@@ -1170,7 +1193,7 @@ class Parser {
         if (!ParseString(&value)) return false;
         metadata->set_source_file(value);
       } else if (key == "source_line") {
-        int64_t line;
+        int64_t line = 0;
         if (!ParseInt(&line)) return false;
         metadata->set_source_line(static_cast<int32_t>(line));
       } else {
@@ -1221,7 +1244,7 @@ class Parser {
     if (TryConsume('}')) return true;
     do {
       auto* alias = inst->add_output_operand_aliasing();
-      int64_t operand;
+      int64_t operand = 0;
       if (!ParseShapeIndex(alias->mutable_output_shape_index()) || !Expect(':') || !Expect('(') ||
           !ParseInt(&operand) || !Expect(',') || !ParseShapeIndex(alias->mutable_operand_shape_index()) ||
           !Expect(')')) {
@@ -1541,7 +1564,7 @@ class Parser {
     inst.set_opcode(std::string(opcode));
     bool elided = false;
     if (opcode == "parameter") {
-      int64_t number;
+      int64_t number = 0;
       if (!Expect('(') || !ParseInt(&number) || !Expect(')')) return false;
       if (number < 0) return Fail(op_pos, "negative parameter number");
       inst.set_parameter_number(number);
@@ -1661,7 +1684,7 @@ class Parser {
     auto* alias = module_.mutable_input_output_alias();
     do {
       auto* entry = alias->add_entries();
-      int64_t param;
+      int64_t param = 0;
       if (!ParseShapeIndex(entry->mutable_output_shape_index()) || !Expect(':') || !Expect('(') ||
           !ParseInt(&param) || !Expect(',') || !ParseShapeIndex(entry->mutable_parameter_shape_index())) {
         return false;
@@ -1720,6 +1743,55 @@ class Parser {
       if (!ParseComputation()) return false;
     }
     if (computations_.empty()) return Fail(pos_, "unexpected end of input, expected a computation");
+    return true;
+  }
+
+  // Orders a computation's instructions operands (and control predecessors)
+  // first, as XLA stores them; text order where the text already is. Names
+  // are resolved already.
+  bool SortInstructions(PendingComputation* c) {
+    const size_t n = c->instructions.size();
+    std::vector<std::vector<size_t>> deps(n);
+    for (size_t i = 0; i < n; ++i) {
+      for (const auto& r : c->instructions[i].operands) deps[i].push_back(c->by_name.at(r.name));
+      for (const auto& r : c->instructions[i].control_predecessors) deps[i].push_back(c->by_name.at(r.name));
+    }
+    std::vector<int> state(n, 0);  // 0 new, 1 in progress, 2 done
+    std::vector<size_t> order;
+    order.reserve(n);
+    std::vector<std::pair<size_t, size_t>> stack;
+    for (size_t start = 0; start < n; ++start) {
+      if (state[start]) continue;
+      stack.push_back({start, 0});
+      state[start] = 1;
+      while (!stack.empty()) {
+        auto& [i, next] = stack.back();
+        if (next < deps[i].size()) {
+          size_t d = deps[i][next++];
+          if (state[d] == 1) {
+            return Fail(c->instructions[d].pos, "instruction '" + c->instructions[d].proto.name() +
+                                                    "' depends on itself in computation '" + c->proto.name() + "'");
+          }
+          if (state[d] == 0) {
+            state[d] = 1;
+            stack.push_back({d, 0});
+          }
+        } else {
+          state[i] = 2;
+          order.push_back(i);
+          stack.pop_back();
+        }
+      }
+    }
+    bool identity = true;
+    for (size_t i = 0; i < n; ++i) identity &= order[i] == i;
+    if (identity) return true;
+    std::vector<PendingInstruction> sorted;
+    sorted.reserve(n);
+    for (size_t i : order) sorted.push_back(std::move(c->instructions[i]));
+    c->instructions = std::move(sorted);
+    c->by_name.clear();
+    for (size_t i = 0; i < n; ++i) c->by_name[c->instructions[i].proto.name()] = i;
     return true;
   }
 
@@ -1811,6 +1883,7 @@ class Parser {
         ps->add_parameter_names(StripIdSuffix(pi->proto.name()));
       }
       *ps->mutable_result() = c.instructions[static_cast<size_t>(root)].proto.shape();
+      if (!SortInstructions(&c)) return false;
     }
 
     // Callees before callers, otherwise text order.
@@ -1840,6 +1913,7 @@ class Parser {
         }
       }
     }
+    const std::string entry_name = computations_[static_cast<size_t>(entry)].proto.name();
     for (size_t ci : order) {
       auto& c = computations_[ci];
       c.proto.set_is_fusion_computation(is_fusion[ci]);
@@ -1848,7 +1922,7 @@ class Parser {
     }
     const xla::HloComputationProto* entry_proto = nullptr;
     for (const auto& c : module_.computations()) {
-      if (c.name() == computations_[static_cast<size_t>(entry)].proto.name()) entry_proto = &c;
+      if (c.name() == entry_name) entry_proto = &c;
     }
     module_.set_entry_computation_name(entry_proto->name());
     module_.set_entry_computation_id(entry_proto->id());

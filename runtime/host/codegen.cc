@@ -140,7 +140,7 @@ std::string JsonEscape(const std::string& s) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
-    } else if (u < 0x20) {
+    } else if (u < 0x20 || u >= 0x80) {  // bytes >= 0x80 as Latin-1, so the text is always valid UTF-8
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", u);
       out += buf;
@@ -367,6 +367,8 @@ class FunctionEmitter {
   Status EmitDot(Writer& w, const Inst& inst);
   Status EmitReduce(Writer& w, const Inst& inst);
   Status EmitMap(Writer& w, const Inst& inst);
+  Status EmitGather(Writer& w, const Inst& inst);
+  Status EmitScatter(Writer& w, const Inst& inst);
   Status EmitCall(Writer& w, const Inst& inst);
   Status EmitOutputs(Writer& w);
 
@@ -764,15 +766,12 @@ Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
     // torch-neuronx marks parameters (weights) with this transfer hint; its
     // value is its operand.
     if (auto st = ExpectOperands(inst, 1); !st) return st;
-    if (hlo::ShapeToString(*shape_of_.at(inst.operand_ids(0))) != hlo::ShapeToString(inst.shape()) &&
-        Leaves(inst.shape()).size() != Operand(inst, 0).size()) {
-      return Fail(inst, "AwsNeuronTransferWithStaticRing changes the shape");
-    }
     const Value& src = Operand(inst, 0);
     auto leaves = Leaves(inst.shape());
+    if (leaves.size() != src.size()) return Fail(inst, "AwsNeuronTransferWithStaticRing changes the shape");
     Value v;
     for (size_t i = 0; i < leaves.size(); ++i) {
-      if (i >= src.size() || src[i].type != leaves[i]->element_type() || src[i].dims != Dims(*leaves[i])) {
+      if ( src[i].type != leaves[i]->element_type() || src[i].dims != Dims(*leaves[i])) {
         return Fail(inst, "AwsNeuronTransferWithStaticRing changes the shape");
       }
       v.push_back(src[i]);
@@ -794,7 +793,8 @@ Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
     return {};
   }
   if (scalar() && (op == "iota" || op == "slice" || op == "dynamic-slice" || op == "dynamic-update-slice" ||
-                   op == "concatenate" || op == "pad" || op == "reverse" || op == "dot")) {
+                   op == "concatenate" || op == "pad" || op == "reverse" || op == "dot" || op == "gather" ||
+                   op == "scatter")) {
     return Fail(inst, "opcode '" + op + "' is not supported in a computation applied per element (reduce/map function)");
   }
   if (op == "iota") return EmitIota(w, inst);
@@ -809,6 +809,8 @@ Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
   if (op == "dot") return EmitDot(w, inst);
   if (op == "reduce") return EmitReduce(w, inst);
   if (op == "map") return EmitMap(w, inst);
+  if (op == "gather") return EmitGather(w, inst);
+  if (op == "scatter") return EmitScatter(w, inst);
   return EmitElementwise(w, inst);
 }
 
@@ -860,7 +862,7 @@ Status FunctionEmitter::EmitConstant(Writer& w, const Inst& inst) {
   if (static_cast<int64_t>(vals.size()) != n) {
     return Fail(inst, "constant literal has " + std::to_string(vals.size()) + " " + PrimitiveTypeName(t) +
                           " values for shape " + hlo::ShapeToString(inst.shape()) + " (" + std::to_string(n) +
-                          " elements)");
+                          " elements)" + (vals.empty() ? "; were its values elided ({...}) in HLO text?" : ""));
   }
   const std::string name = VarName(inst, 0, 1, false);
   w.Line(Comment(inst));
@@ -1076,6 +1078,12 @@ Result<std::string> FunctionEmitter::ElementwiseExpr(const Inst& inst, xla::Prim
     if (out == xla::PRED) return "npc_lnot(" + args[0] + ")";
     if (!IsInt(out)) return bad_type(out);
     return "npc_bnot<" + t + ">(" + args[0] + ")";
+  }
+  if (out == xla::PRED && (op == "add" || op == "multiply")) {
+    // XLA: on pred, add is or and multiply is and.
+    if (auto st = arity(2); !st) return st.error();
+    if (types[0] != out || types[1] != out) return Fail(inst, "operand types differ from the result");
+    return std::string(op == "add" ? "npc_or" : "npc_and") + "<pred>(" + args[0] + ", " + args[1] + ")";
   }
   for (const auto& e : kElementwiseOps) {
     if (op != e.opcode) continue;
@@ -1546,16 +1554,32 @@ Status FunctionEmitter::EmitDot(Writer& w, const Inst& inst) {
   } else {
     w.Line(ct + "* acc = w;");
   }
+  const std::string a_elem = conv(lhs->name + "[" + Linear(lterms) + "]", lhs->type);
+  const std::string b_elem = conv(rhs->name + "[" + Linear(rterms) + "]", rhs->type);
+  auto accumulate = [&](const std::string& target, const std::string& x, const std::string& y) {
+    if (IsFloat(acc_type)) return target + " += " + x + " * " + y + ";";
+    return target + " = npc_add<" + ct + ">(" + target + ", npc_mul<" + ct + ">(" + x + ", " + y + "));";
+  };
+  // When rhs is contiguous along a contracting dimension (x . W^T), an inner
+  // dot product (i-j-k) walks memory in order; otherwise i-k-j.
+  const bool rhs_minor_contracting = rr > 0 && rrole[rr - 1] == 2 && !inner.empty();
   OpenLoops(w, outer);
-  OpenLoops(w, contract);
-  w.Line("const " + ct + " a = " + conv(lhs->name + "[" + Linear(lterms) + "]", lhs->type) + ";");
-  OpenLoops(w, inner);
-  const std::string o = "acc[" + Linear(oterms) + "]";
-  const std::string b = conv(rhs->name + "[" + Linear(rterms) + "]", rhs->type);
-  if (IsFloat(acc_type)) w.Line(o + " += a * " + b + ";");
-  else w.Line(o + " = npc_add<" + ct + ">(" + o + ", npc_mul<" + ct + ">(a, " + b + "));");
-  CloseLoops(w, inner);
-  CloseLoops(w, contract);
+  if (rhs_minor_contracting) {
+    OpenLoops(w, inner);
+    w.Line(ct + " sum = 0;");
+    OpenLoops(w, contract);
+    w.Line(accumulate("sum", a_elem, b_elem));
+    CloseLoops(w, contract);
+    w.Line("acc[" + Linear(oterms) + "] = sum;");
+    CloseLoops(w, inner);
+  } else {
+    OpenLoops(w, contract);
+    w.Line("const " + ct + " a = " + a_elem + ";");
+    OpenLoops(w, inner);
+    w.Line(accumulate("acc[" + Linear(oterms) + "]", "a", b_elem));
+    CloseLoops(w, inner);
+    CloseLoops(w, contract);
+  }
   CloseLoops(w, outer);
   if (IsNarrow(t)) {
     w.Line("for (s64 i = 0; i < " + std::to_string(out.count()) + "; ++i) w[i] = " + Narrow("acc[i]", t) + ";");
@@ -1785,6 +1809,203 @@ Status FunctionEmitter::EmitCall(Writer& w, const Inst& inst) {
     }
   }
   values_[inst.id()] = v;
+  return {};
+}
+
+// ---- gather, scatter -----------------------------------------------------------------
+
+namespace {
+
+// The positions of `indices` (rank `rank`, index vector at `ivd`; ivd == rank
+// means an implicit trailing dimension of size 1) other than the index vector
+// dimension, in order.
+std::vector<int64_t> BatchPositions(int64_t rank, int64_t ivd) {
+  std::vector<int64_t> out;
+  for (int64_t p = 0; p < rank; ++p) {
+    if (p != ivd) out.push_back(p);
+  }
+  return out;
+}
+
+bool Contains(const google::protobuf::RepeatedField<int64_t>& list, int64_t v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
+
+}  // namespace
+
+// XLA gather: for each result index, the batch dimensions (those not in
+// offset_dims) select a start index vector from `start_indices`; the start,
+// clamped so that the slice fits, plus the offset dimensions address the operand.
+Status FunctionEmitter::EmitGather(Writer& w, const Inst& inst) {
+  if (auto st = ExpectOperands(inst, 2); !st) return st;
+  auto a = ArrayOperand(inst, 0);
+  if (!a) return a.error();
+  auto idx = ArrayOperand(inst, 1);
+  if (!idx) return idx.error();
+  if (!IsInt(idx->type)) return Fail(inst, "start indices must be integers");
+  const auto& g = inst.gather_dimension_numbers();
+  if (g.operand_batching_dims_size() || g.start_indices_batching_dims_size()) {
+    return Fail(inst, "gather with batching dimensions is not supported");
+  }
+  const auto dims = Dims(inst.shape());
+  const int64_t ar = static_cast<int64_t>(a->dims.size()), ir = static_cast<int64_t>(idx->dims.size());
+  const int64_t ivd = g.index_vector_dim();
+  if (a->type != inst.shape().element_type()) return Fail(inst, "gather changes the element type");
+  if (ivd < 0 || ivd > ir) return Fail(inst, "index_vector_dim out of range");
+  const int64_t index_count = ivd == ir ? 1 : idx->dims[ivd];
+  if (g.start_index_map_size() != index_count) return Fail(inst, "start_index_map does not match the index vector");
+  if (inst.gather_slice_sizes_size() != ar) return Fail(inst, "slice_sizes must have the operand's rank");
+  std::vector<int64_t> slice(inst.gather_slice_sizes().begin(), inst.gather_slice_sizes().end());
+  for (int64_t d = 0; d < ar; ++d) {
+    if (slice[d] < 0 || slice[d] > a->dims[d]) return Fail(inst, "slice size exceeds the operand");
+    if (Contains(g.collapsed_slice_dims(), d) && slice[d] != 1) return Fail(inst, "collapsed slice dimensions must have size 1");
+  }
+  std::vector<int64_t> start_dim(index_count);
+  for (int64_t k = 0; k < index_count; ++k) {
+    start_dim[k] = g.start_index_map(k);
+    if (start_dim[k] < 0 || start_dim[k] >= ar) return Fail(inst, "start_index_map out of range");
+  }
+  // Result dimensions: batch (not in offset_dims) <-> indices positions; offset <-> uncollapsed operand dims.
+  std::vector<int64_t> batch_out, offset_out(g.offset_dims().begin(), g.offset_dims().end());
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+    if (!Contains(g.offset_dims(), d)) batch_out.push_back(d);
+  }
+  const auto batch_pos = BatchPositions(ir, ivd);
+  if (batch_pos.size() != batch_out.size()) return Fail(inst, "result rank does not match the gather");
+  for (size_t j = 0; j < batch_out.size(); ++j) {
+    if (dims[batch_out[j]] != idx->dims[batch_pos[j]]) return Fail(inst, "batch dimension sizes differ");
+  }
+  std::vector<int64_t> window_dims;
+  for (int64_t d = 0; d < ar; ++d) {
+    if (!Contains(g.collapsed_slice_dims(), d)) window_dims.push_back(d);
+  }
+  if (window_dims.size() != offset_out.size()) return Fail(inst, "offset_dims do not match the uncollapsed slice dimensions");
+  auto as = Strides(a->dims), is = Strides(idx->dims);
+  std::vector<Term> aterms;
+  for (size_t k = 0; k < window_dims.size(); ++k) {
+    if (offset_out[k] < 0 || offset_out[k] >= static_cast<int64_t>(dims.size()) ||
+        dims[offset_out[k]] != slice[window_dims[k]]) {
+      return Fail(inst, "offset dimension sizes do not match slice_sizes");
+    }
+    aterms.push_back({"i" + std::to_string(offset_out[k]), as[window_dims[k]]});
+  }
+  std::vector<std::string> starts;
+  std::vector<Term> iterms;
+  for (size_t j = 0; j < batch_out.size(); ++j) iterms.push_back({"i" + std::to_string(batch_out[j]), is[batch_pos[j]]});
+  for (int64_t k = 0; k < index_count; ++k) {
+    const int64_t at = ivd == ir ? 0 : k * is[ivd];
+    starts.push_back("const s64 s" + std::to_string(k) + " = npc_start_index(" + idx->name + "[" + Linear(iterms, at) +
+                     "], " + std::to_string(a->dims[start_dim[k]] - slice[start_dim[k]]) + ");");
+    aterms.push_back({"s" + std::to_string(k), as[start_dim[k]]});
+  }
+  w.Line(Comment(inst));
+  Leaf out = BeginArray(w, inst);
+  auto loops = LoopsOver(dims);
+  if (batch_out.empty()) {
+    for (const auto& line : starts) w.Line(line);
+  } else {
+    loops[batch_out.back()].prologue = starts;
+  }
+  OpenLoops(w, loops);
+  w.Line("w[" + Linear(RowMajorTerms(dims)) + "] = " + a->name + "[" + Linear(aterms) + "];");
+  CloseLoops(w, loops);
+  FinishArray(w, out);
+  values_[inst.id()] = {out};
+  return {};
+}
+
+// XLA scatter (one operand): the result is the operand with each update window
+// combined in by `to_apply`, in row-major order of the updates. A window that
+// does not fit in the operand is skipped.
+Status FunctionEmitter::EmitScatter(Writer& w, const Inst& inst) {
+  if (inst.operand_ids_size() != 3) return Fail(inst, "scatter with more than one operand is not supported");
+  auto a = ArrayOperand(inst, 0);
+  if (!a) return a.error();
+  auto idx = ArrayOperand(inst, 1);
+  if (!idx) return idx.error();
+  auto upd = ArrayOperand(inst, 2);
+  if (!upd) return upd.error();
+  if (!IsInt(idx->type)) return Fail(inst, "scatter indices must be integers");
+  if (upd->type != a->type || a->type != inst.shape().element_type() || Dims(inst.shape()) != a->dims) {
+    return Fail(inst, "scatter operand, updates and result must have the same element type");
+  }
+  if (inst.called_computation_ids_size() != 1) return Fail(inst, "scatter needs one update computation");
+  const auto& sd = inst.scatter_dimension_numbers();
+  if (sd.input_batching_dims_size() || sd.scatter_indices_batching_dims_size()) {
+    return Fail(inst, "scatter with batching dimensions is not supported");
+  }
+  const int64_t ar = static_cast<int64_t>(a->dims.size()), ir = static_cast<int64_t>(idx->dims.size());
+  const int64_t ur = static_cast<int64_t>(upd->dims.size());
+  const int64_t ivd = sd.index_vector_dim();
+  if (ivd < 0 || ivd > ir) return Fail(inst, "index_vector_dim out of range");
+  const int64_t index_count = ivd == ir ? 1 : idx->dims[ivd];
+  if (sd.scatter_dims_to_operand_dims_size() != index_count) {
+    return Fail(inst, "scatter_dims_to_operand_dims does not match the index vector");
+  }
+  std::vector<int64_t> scatter_upd;  // update dims not in update_window_dims
+  for (int64_t d = 0; d < ur; ++d) {
+    if (!Contains(sd.update_window_dims(), d)) scatter_upd.push_back(d);
+  }
+  const auto batch_pos = BatchPositions(ir, ivd);
+  if (batch_pos.size() != scatter_upd.size()) return Fail(inst, "updates rank does not match the scatter");
+  for (size_t j = 0; j < scatter_upd.size(); ++j) {
+    if (upd->dims[scatter_upd[j]] != idx->dims[batch_pos[j]]) return Fail(inst, "scatter dimension sizes differ");
+  }
+  std::vector<int64_t> window_operand;  // operand dims not inserted, in order <-> update_window_dims
+  for (int64_t d = 0; d < ar; ++d) {
+    if (!Contains(sd.inserted_window_dims(), d)) window_operand.push_back(d);
+  }
+  if (static_cast<int>(window_operand.size()) != sd.update_window_dims_size()) {
+    return Fail(inst, "update_window_dims do not match the operand's uninserted dimensions");
+  }
+  std::vector<int64_t> window_size(ar, 1);
+  auto as = Strides(a->dims), is = Strides(idx->dims);
+  std::vector<Term> aterms;
+  for (size_t k = 0; k < window_operand.size(); ++k) {
+    const int64_t ud = sd.update_window_dims(k);
+    if (ud < 0 || ud >= ur || upd->dims[ud] > a->dims[window_operand[k]]) return Fail(inst, "update window too large");
+    window_size[window_operand[k]] = upd->dims[ud];
+    aterms.push_back({"i" + std::to_string(ud), as[window_operand[k]]});
+  }
+  std::vector<std::string> starts;
+  std::string fits;
+  std::vector<Term> iterms;
+  for (size_t j = 0; j < scatter_upd.size(); ++j) iterms.push_back({"i" + std::to_string(scatter_upd[j]), is[batch_pos[j]]});
+  for (int64_t k = 0; k < index_count; ++k) {
+    const int64_t d = sd.scatter_dims_to_operand_dims(k);
+    if (d < 0 || d >= ar) return Fail(inst, "scatter_dims_to_operand_dims out of range");
+    const std::string s = "s" + std::to_string(k);
+    const int64_t at = ivd == ir ? 0 : k * is[ivd];
+    starts.push_back("const s64 " + s + " = static_cast<s64>(" + idx->name + "[" + Linear(iterms, at) + "]);");
+    fits += std::string(k ? " && " : "") + s + " >= 0 && " + s + " <= " + std::to_string(a->dims[d] - window_size[d]);
+    aterms.push_back({s, as[d]});
+  }
+  auto fn = module_->RequireFunction(inst.called_computation_ids(0), Mode::kScalar, inst, comp_);
+  if (!fn) return fn.error();
+  auto sig = module_->GetSignature(module_->IndexOf(inst.called_computation_ids(0)));
+  if (!sig) return sig.error();
+  if ((*sig)->param_leaves.size() != 2 || (*sig)->result_leaves.size() != 1) {
+    return Fail(inst, "scatter's update computation must take two scalars and return one");
+  }
+  w.Line(Comment(inst));
+  Leaf out = BeginArray(w, inst);
+  w.Line("npc_copy(w, " + a->name + ", " + std::to_string(a->count()) + ");");
+  auto loops = LoopsOver(upd->dims);
+  const bool wrap = scatter_upd.empty();
+  if (wrap) {
+    for (const auto& line : starts) w.Line(line);
+    w.Open("if (" + (fits.empty() ? std::string("true") : fits) + ")");
+  } else {
+    loops[scatter_upd.back()].prologue = starts;
+    if (!fits.empty()) loops[scatter_upd.back()].prologue.push_back("if (!(" + fits + ")) continue;");
+  }
+  OpenLoops(w, loops);
+  w.Line("const s64 o = " + Linear(aterms) + ";");
+  w.Line(*fn + "(w[o], " + upd->name + "[" + Linear(RowMajorTerms(upd->dims)) + "], &w[o]);");
+  CloseLoops(w, loops);
+  if (wrap) w.Close();
+  FinishArray(w, out);
+  values_[inst.id()] = {out};
   return {};
 }
 

@@ -15,6 +15,7 @@
 // bf16/f16 result accumulates in f32 and rounds once):
 //   parameter, constant, iota, broadcast, reshape, copy, transpose, slice,
 //   dynamic-slice, dynamic-update-slice, concatenate, pad, reverse, dot,
+//   gather, scatter (one operand; no batching dimensions),
 //   reduce (variadic too; the reducer is any scalar computation), map, call,
 //   fusion, tuple, get-tuple-element, opt-barrier, convert, bitcast-convert,
 //   compare (EQ NE LT LE GT GE; comparison_type TOTALORDER for floats), select,
@@ -25,7 +26,7 @@
 //   logistic sqrt rsqrt cbrt sine cosine tan tanh erf is-finite popcnt
 //   count-leading-zeros; custom-call AwsNeuronTransferWithStaticRing (a
 //   torch-neuronx transfer hint on weights) is the identity.
-// Anything else (custom-call, gather, scatter, while, conditional, sort,
+// Anything else (other custom-calls, while, conditional, sort, reduce-window,
 // collectives, rng, ...) makes GenerateCpp fail with an Error naming the
 // opcode, the instruction and the computation. Only instructions reachable
 // from a computation's root are compiled (dead code is ignored).
@@ -35,9 +36,12 @@
 //  - integer divide truncates toward zero; x / 0 is -1 (signed) or the
 //    maximum value (unsigned); INT_MIN / -1 is INT_MIN; x % 0 is x;
 //    INT_MIN % -1 is 0 (XLA's definitions);
-//  - integer power: exponentiation by squaring, wrapping; a negative exponent
-//    gives 1 for base 1, +-1 for base -1, else 0;
-//  - shifts by >= the bit width give 0 (logical) or the sign fill (arithmetic);
+//  - integer power: exponentiation by squaring, wrapping; an exponent that is
+//    negative read as signed gives 1 for base 1, else 0 (XLA);
+//  - shifts by >= the bit width give 0 (logical) or the sign fill
+//    (arithmetic); an arithmetic right shift reads the bits as signed, also
+//    for unsigned types (XLA);
+//  - on pred, add is or and multiply is and (XLA);
 //  - convert float -> integer truncates toward zero, NaN gives 0, values out of
 //    range clamp to the integer type's min/max; convert to pred is `x != 0`;
 //    integer -> narrower integer wraps;
@@ -45,6 +49,9 @@
 //  - reduce combines elements in row-major order of the input, starting from
 //    the init value (float sums may differ from XLA's CPU backend in the last
 //    bits, which reduces in a different order);
+//  - gather clamps start indices so the slice fits (XLA); scatter applies the
+//    update windows in row-major order of the updates and skips a window that
+//    does not fit in the operand;
 //  - layouts (minor_to_major) in the module are ignored: every buffer is dense
 //    and row-major in logical index order.
 #pragma once

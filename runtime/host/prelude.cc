@@ -98,9 +98,8 @@ template <class T> inline T npc_pow(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
     return std::pow(a, b);
   } else {
-    if constexpr (std::is_signed_v<T>) {
-      if (b < 0) return a == 1 ? T(1) : a == static_cast<T>(-1) ? ((b & 1) ? static_cast<T>(-1) : T(1)) : T(0);
-    }
+    // XLA: an exponent that is negative as a signed number gives 1 for base 1, else 0.
+    if (static_cast<std::make_signed_t<T>>(b) < 0) return a == 1 ? T(1) : T(0);
     T result = 1;
     npc_wide_u<T> e = static_cast<npc_wide_u<T>>(b);
     while (e != 0) {
@@ -135,18 +134,16 @@ template <class T> inline T npc_shr_logical(T a, T b) {
   if (static_cast<U>(b) >= sizeof(T) * 8) return 0;
   return static_cast<T>(static_cast<U>(a) >> static_cast<U>(b));
 }
+// Arithmetic right shift works on the bits as a signed number, also for
+// unsigned types (XLA).
 template <class T> inline T npc_shr_arith(T a, T b) {
   using U = std::make_unsigned_t<T>;
-  if (static_cast<U>(b) >= sizeof(T) * 8) {
-    if constexpr (std::is_signed_v<T>) return a < 0 ? static_cast<T>(-1) : T(0);
-    else return T(0);
-  }
-  if constexpr (std::is_signed_v<T>) {
-    // Arithmetic shift without relying on implementation-defined behaviour.
-    return a < 0 ? static_cast<T>(~(~a >> static_cast<U>(b))) : static_cast<T>(a >> static_cast<U>(b));
-  } else {
-    return static_cast<T>(a >> static_cast<U>(b));
-  }
+  using S = std::make_signed_t<T>;
+  const S sa = static_cast<S>(a);
+  if (static_cast<U>(b) >= sizeof(T) * 8) return sa < 0 ? static_cast<T>(-1) : T(0);
+  // Without relying on implementation-defined behaviour of >> on negatives.
+  const S r = sa < 0 ? static_cast<S>(~(~sa >> static_cast<U>(b))) : static_cast<S>(sa >> static_cast<U>(b));
+  return static_cast<T>(r);
 }
 template <class T> inline T npc_popcnt(T a) {
   std::make_unsigned_t<T> u = static_cast<std::make_unsigned_t<T>>(a);

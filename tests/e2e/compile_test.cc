@@ -234,6 +234,55 @@ TEST_F(CompileTest, ScanClearLocksAndClean) {
   EXPECT_FALSE(FileExists(cache_ + "/" + b));
 }
 
+TEST_F(CompileTest, MaxRetriesFromEnvironment) {
+  const std::string bad = testing::PutTestEntry(cache_, dir_, testing::UnsupportedOpModule());
+  auto run = Cli({"--command", "compile", "--cache_dir", cache_},
+                 {{"NEURON_PARALLEL_COMPILE_MAX_RETRIES", "2"}, {"NEURON_PARALLEL_COMPILE_DUMP_RESULTS", "1"}},
+                 tmp_.path());
+  EXPECT_EQ(run.exit_status, 1) << run.output;
+  auto results = nlohmann::json::parse(ReadFile(tmp_.Sub("neuron_parallel_compile_results.json")));
+  const auto& item = results["compilation_report"][Path(bad, "model.hlo_module.pb")];
+  EXPECT_EQ(item["status"], false) << results.dump(2);
+  EXPECT_EQ(item["retry"], 2) << results.dump(2);
+  EXPECT_NE(ReadFile(Path(bad, "model.log")).find("attempts: 3"), std::string::npos) << ReadFile(Path(bad, "model.log"));
+}
+
+// The neuronx-cc backend with a stand-in compiler: the same flow, model.neff
+// artifacts, and a pool sized for 64 GiB per compile.
+TEST_F(CompileTest, NeuronxCcBackendWithFakeCompiler) {
+  const std::string fake = tmp_.Sub("neuronx-cc");
+  ASSERT_TRUE(testing::WriteFile(fake,
+                                 "#!/bin/sh\n"
+                                 "if [ \"$1\" = --version ]; then echo 'NeuronX Compiler version 2.16.372.0+4a9b2326'; "
+                                 "exit 0; fi\n"
+                                 "echo \"$*\" >> " + tmp_.Sub("neuronx-cc.log") + "\n"
+                                 "out=\n"
+                                 "while [ $# -gt 0 ]; do [ \"$1\" = --output ] && out=$2; shift; done\n"
+                                 "echo NEFF > \"$out\"\n"));
+  chmod(fake.c_str(), 0755);
+  const std::string neuron_dir = "neuronxcc-2.16.372.0+4a9b2326";
+  const std::string a = testing::PutTestEntry(cache_, neuron_dir, testing::SmallTestModule(8));
+  const std::string b = testing::PutTestEntry(cache_, neuron_dir, testing::SmallTestModule(16));
+  auto run = Cli({"--command", "compile", "--backend", "neuronx-cc", "--cache_dir", cache_}, {{"NPC_COMPILER", fake}});
+  ASSERT_EQ(run.exit_status, 0) << run.output;
+  EXPECT_NE(run.output.find("Total successful compilations: 2"), std::string::npos) << run.output;
+  for (const auto& e : {a, b}) {
+    EXPECT_EQ(ReadFile(Path(e, "model.neff")), "NEFF\n");
+    EXPECT_TRUE(FileExists(Path(e, "model.done")));
+  }
+  const std::string calls = ReadFile(tmp_.Sub("neuronx-cc.log"));
+  EXPECT_NE(calls.find("compile --framework=XLA " + Path(a, "model.hlo_module.pb") + " --output "), std::string::npos)
+      << calls;
+  EXPECT_NE(calls.find("--verbose=35"), std::string::npos) << calls;
+  // Pool depth: MemAvailable / 64 GiB, at least 1, at most the CPU count.
+  std::string meminfo = ReadFile("/proc/meminfo");
+  int64_t kb = std::stoll(meminfo.substr(meminfo.find("MemAvailable:") + 13));
+  int64_t expected = std::max<int64_t>(1, std::min<int64_t>(sysconf(_SC_NPROCESSORS_ONLN), (kb << 10) / (int64_t{64} << 30)));
+  const std::string ninja_file = ReadFile(cache_ + "/" + neuron_dir + "/.npc-build/build.ninja");
+  EXPECT_NE(ninja_file.find("pool compile_pool\n  depth = " + std::to_string(expected) + "\n"), std::string::npos)
+      << ninja_file;
+}
+
 // 256 failures must not wrap the exit status to 0.
 TEST_F(CompileTest, ExitStatusIsCappedAt255) {
   for (int i = 0; i < 256; ++i) {

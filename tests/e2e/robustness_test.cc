@@ -170,6 +170,9 @@ TEST_F(RobustnessTest, TwoCompilesAtOnceCompileEachEntryOnce) {
   EXPECT_EQ(r2.exit_status, 0) << r2.output;
   EXPECT_NE(r1.output.find("Total failed compilations: 0"), std::string::npos) << r1.output;
   EXPECT_NE(r2.output.find("Total failed compilations: 0"), std::string::npos) << r2.output;
+  // Both planned the entries (both ninjas ran compile edges), so they really overlapped.
+  EXPECT_NE(r1.output.find("] NPC "), std::string::npos) << r1.output;
+  EXPECT_NE(r2.output.find("] NPC "), std::string::npos) << r2.output;
   for (const auto& e : entries) EXPECT_EQ(State(e), EntryState::kDone) << e;
   EXPECT_EQ(CountLines(tmp_.Sub("count")), static_cast<int>(entries.size())) << ReadFile(tmp_.Sub("count"));
 }

@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "hlo/text_reader.h"  // kElidedConstantAttribute
 #include "npc/hlo.h"
 
 namespace npc::testing {
@@ -38,15 +39,25 @@ using xla::ShapeProto;
 // 1. Element types, rounding, indices
 // ---------------------------------------------------------------------------
 
-bool IsFloat(PrimitiveType t) { return t == xla::F32 || t == xla::F64 || t == xla::BF16; }
+bool IsFloat(PrimitiveType t) {
+  return t == xla::F32 || t == xla::F64 || t == xla::BF16 || t == xla::F16;
+}
+
+// Types whose arithmetic is done in C++ float: f32, and bf16/f16 (computed in
+// float, rounded to their type on store).
+bool ComputesInFloat(PrimitiveType t) { return t == xla::F32 || t == xla::BF16 || t == xla::F16; }
 
 bool IsInteger(PrimitiveType t) {
   switch (t) {
-    case xla::S8: case xla::S16: case xla::S32: case xla::S64:
-    case xla::U8: case xla::U16: case xla::U32: case xla::U64:
-      return true;
-    default:
-      return false;
+    case xla::S8:
+    case xla::S16:
+    case xla::S32:
+    case xla::S64:
+    case xla::U8:
+    case xla::U16:
+    case xla::U32:
+    case xla::U64: return true;
+    default: return false;
   }
 }
 
@@ -89,11 +100,55 @@ float RoundToBf16(float f) {
   return std::bit_cast<float>(bits);
 }
 
-// `v` rounded to the floating-point type `t`, held in a double.
+// IEEE half (1 sign, 5 exponent, 10 fraction bits): `v` rounded to the
+// nearest half value, ties to even, by rounding v to a multiple of the spacing
+// of half values around it (exact in double). Overflow gives infinity.
+double RoundToHalf(double v) {
+  if (std::isnan(v)) return v;
+  const double a = std::fabs(v);
+  // 65504 is the largest half; halfway to the next power of two (65536) and
+  // beyond rounds to infinity.
+  if (a >= 65520.0) return std::copysign(std::numeric_limits<double>::infinity(), v);
+  int e;
+  std::frexp(a, &e);                          // a in [2^(e-1), 2^e)
+  const int exponent = std::max(e - 1, -14);  // below 2^-14: subnormal spacing 2^-24
+  const double spacing = std::ldexp(1.0, exponent - 10);
+  return std::copysign(std::nearbyint(a / spacing) * spacing, v);
+}
+
+double HalfBitsToValue(uint16_t bits) {
+  const double sign = (bits & 0x8000) ? -1.0 : 1.0;
+  const int exponent = (bits >> 10) & 0x1F;
+  const int fraction = bits & 0x3FF;
+  if (exponent == 0x1F) {
+    return fraction != 0 ? std::copysign(std::numeric_limits<double>::quiet_NaN(), sign)
+                         : sign * std::numeric_limits<double>::infinity();
+  }
+  if (exponent == 0) return sign * std::ldexp(fraction, -24);
+  return sign * std::ldexp(1024 + fraction, exponent - 25);
+}
+
+// Bits of a value exactly representable as a half (see RoundToHalf).
+uint16_t HalfValueToBits(double v) {
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  const double a = std::fabs(v);
+  if (std::isnan(v)) return sign | 0x7E00;
+  if (std::isinf(v)) return sign | 0x7C00;
+  if (a < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(a / std::ldexp(1.0, -24));
+  int e;
+  std::frexp(a, &e);  // a = 1.f * 2^(e-1)
+  const int biased = e - 1 + 15;
+  const int fraction = static_cast<int>((a / std::ldexp(1.0, e - 1) - 1.0) * 1024);
+  return sign | static_cast<uint16_t>(biased << 10) | static_cast<uint16_t>(fraction);
+}
+
+// `v` rounded to the floating-point type `t`, held in a double. bf16 and f16
+// go through float first (as C++/Eigen conversions from double do).
 double RoundToType(PrimitiveType t, double v) {
   switch (t) {
     case xla::F32: return static_cast<float>(v);
     case xla::BF16: return RoundToBf16(static_cast<float>(v));
+    case xla::F16: return RoundToHalf(static_cast<float>(v));
     default: return v;  // F64
   }
 }
@@ -165,7 +220,7 @@ bool Contains(const std::vector<int64_t>& v, int64_t x) {
 
 struct Value {
   PrimitiveType type = xla::PRIMITIVE_TYPE_INVALID;  // TUPLE for a tuple
-  std::vector<int64_t> dims;                          // arrays only
+  std::vector<int64_t> dims;                         // arrays only
   std::vector<double> floats;   // bf16/f32/f64 elements, each exactly representable in `type`
   std::vector<int64_t> ints;    // pred (0/1) and integer elements, wrapped to `type`
   std::vector<Value> elements;  // tuples only
@@ -273,6 +328,7 @@ Result<Value> ValueFromTensor(const Tensor& t) {
       case xla::BF16:
         v.floats[i] = std::bit_cast<float>(static_cast<uint32_t>(Load<uint16_t>(p)) << 16);
         break;
+      case xla::F16: v.floats[i] = HalfBitsToValue(Load<uint16_t>(p)); break;
       default: break;
     }
   }
@@ -301,6 +357,7 @@ Tensor TensorFromValue(const Value& v) {
         Store<uint16_t>(p, static_cast<uint16_t>(
                                std::bit_cast<uint32_t>(static_cast<float>(v.floats[i])) >> 16));
         break;
+      case xla::F16: Store<uint16_t>(p, HalfValueToBits(v.floats[i])); break;
       default: break;
     }
   }
@@ -372,6 +429,13 @@ Result<Value> ValueFromLiteral(const xla::LiteralProto& literal, const ShapeProt
       s = fill(values);
       break;
     }
+    case xla::F16: {
+      std::vector<double> values;
+      for (uint16_t bits : UnpackBytes<uint16_t>(literal.f16s()))
+        values.push_back(HalfBitsToValue(bits));
+      s = fill(values);
+      break;
+    }
     default: break;
   }
   if (!s.ok()) return s.error();
@@ -383,8 +447,8 @@ Result<Value> ValueFromLiteral(const xla::LiteralProto& literal, const ShapeProt
 // ---------------------------------------------------------------------------
 
 // out[io] = op(a[ia], b[ib]): computes one element of a binary op.
-using BinaryKernel =
-    std::function<void(const Value& a, int64_t ia, const Value& b, int64_t ib, Value& out, int64_t io)>;
+using BinaryKernel = std::function<void(const Value& a, int64_t ia, const Value& b, int64_t ib,
+                                        Value& out, int64_t io)>;
 // out[io] = op(a[ia]).
 using UnaryKernel = std::function<void(const Value& a, int64_t ia, Value& out, int64_t io)>;
 
@@ -492,9 +556,11 @@ std::function<T(T, T)> IntegerBinaryFn(const std::string& op) {
   return nullptr;
 }
 
+// pred ops; add and multiply are XLA's bool arithmetic (or, and).
 std::function<bool(bool, bool)> PredBinaryFn(const std::string& op) {
-  if (op == "and" || op == "minimum") return [](bool a, bool b) { return a && b; };
-  if (op == "or" || op == "maximum") return [](bool a, bool b) { return a || b; };
+  if (op == "and" || op == "minimum" || op == "multiply")
+    return [](bool a, bool b) { return a && b; };
+  if (op == "or" || op == "maximum" || op == "add") return [](bool a, bool b) { return a || b; };
   if (op == "xor") return [](bool a, bool b) { return a != b; };
   return nullptr;
 }
@@ -502,13 +568,13 @@ std::function<bool(bool, bool)> PredBinaryFn(const std::string& op) {
 Result<BinaryKernel> MakeBinaryKernel(const std::string& op, PrimitiveType type) {
   const Error unsupported =
       MakeError("unsupported element type " + TypeName(type) + " for '" + op + "'");
-  if (type == xla::F32 || type == xla::BF16) {
+  if (ComputesInFloat(type)) {
     auto fn = FloatBinaryFn<float>(op);
     if (!fn) return unsupported;
     return BinaryKernel([fn, type](const Value& a, int64_t ia, const Value& b, int64_t ib,
                                    Value& out, int64_t io) {
-      out.floats[io] = RoundToType(
-          type, fn(static_cast<float>(a.floats[ia]), static_cast<float>(b.floats[ib])));
+      out.floats[io] =
+          RoundToType(type, fn(static_cast<float>(a.floats[ia]), static_cast<float>(b.floats[ib])));
     });
   }
   if (type == xla::F64) {
@@ -528,19 +594,32 @@ Result<BinaryKernel> MakeBinaryKernel(const std::string& op, PrimitiveType type)
       using T = decltype(tag);
       auto fn = IntegerBinaryFn<T>(op);
       if (!fn) return unsupported;
-      return BinaryKernel([fn](const Value& a, int64_t ia, const Value& b, int64_t ib, Value& out,
-                               int64_t io) {
-        out.ints[io] = static_cast<int64_t>(fn(static_cast<T>(a.ints[ia]), static_cast<T>(b.ints[ib])));
-      });
+      return BinaryKernel(
+          [fn](const Value& a, int64_t ia, const Value& b, int64_t ib, Value& out, int64_t io) {
+            out.ints[io] =
+                static_cast<int64_t>(fn(static_cast<T>(a.ints[ia]), static_cast<T>(b.ints[ib])));
+          });
     });
   }
   return unsupported;
 }
 
 const std::set<std::string>& BinaryOpcodes() {
-  static const std::set<std::string> kOps = {
-      "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "power", "atan2",
-      "and", "or", "xor", "shift-left", "shift-right-logical", "shift-right-arithmetic"};
+  static const std::set<std::string> kOps = {"add",
+                                             "subtract",
+                                             "multiply",
+                                             "divide",
+                                             "remainder",
+                                             "maximum",
+                                             "minimum",
+                                             "power",
+                                             "atan2",
+                                             "and",
+                                             "or",
+                                             "xor",
+                                             "shift-left",
+                                             "shift-right-logical",
+                                             "shift-right-arithmetic"};
   return kOps;
 }
 
@@ -602,17 +681,37 @@ std::function<T(T)> IntegerUnaryFn(const std::string& op) {
 }
 
 const std::set<std::string>& UnaryOpcodes() {
-  static const std::set<std::string> kOps = {
-      "negate", "abs", "sign", "not", "floor", "ceil", "round-nearest-afz", "round-nearest-even",
-      "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "tanh", "sqrt",
-      "rsqrt", "cbrt", "sine", "cosine", "tan", "erf", "popcnt", "count-leading-zeros", "copy"};
+  static const std::set<std::string> kOps = {"negate",
+                                             "abs",
+                                             "sign",
+                                             "not",
+                                             "floor",
+                                             "ceil",
+                                             "round-nearest-afz",
+                                             "round-nearest-even",
+                                             "exponential",
+                                             "exponential-minus-one",
+                                             "log",
+                                             "log-plus-one",
+                                             "logistic",
+                                             "tanh",
+                                             "sqrt",
+                                             "rsqrt",
+                                             "cbrt",
+                                             "sine",
+                                             "cosine",
+                                             "tan",
+                                             "erf",
+                                             "popcnt",
+                                             "count-leading-zeros",
+                                             "copy"};
   return kOps;
 }
 
 Result<UnaryKernel> MakeUnaryKernel(const std::string& op, PrimitiveType type) {
   const Error unsupported =
       MakeError("unsupported element type " + TypeName(type) + " for '" + op + "'");
-  if (type == xla::F32 || type == xla::BF16) {
+  if (ComputesInFloat(type)) {
     auto fn = FloatUnaryFn<float>(op);
     if (!fn) return unsupported;
     return UnaryKernel([fn, type](const Value& a, int64_t ia, Value& out, int64_t io) {
@@ -857,10 +956,10 @@ Result<Value> Evaluator::Run(const HloComputationProto& c, const std::vector<Val
     --depth_;
     if (!result.ok()) return InContext(result.error(), *inst, c);
     if (!Matches(*result, inst->shape())) {
-      return InContext(MakeError("result " + Describe(*result) +
-                                 " does not match the instruction's shape " +
-                                 hlo::ShapeToString(inst->shape())),
-                       *inst, c);
+      return InContext(
+          MakeError("result " + Describe(*result) + " does not match the instruction's shape " +
+                    hlo::ShapeToString(inst->shape())),
+          *inst, c);
     }
     values[inst->id()] = std::move(*result);
     // Drop values no later instruction reads.
@@ -907,12 +1006,8 @@ Result<Value> Evaluator::Evaluate(const HloInstructionProto& inst, const Operand
                                   const std::vector<Value>& args) {
   const std::string& op = inst.opcode();
   const PrimitiveType type = inst.shape().element_type();
+  // `n` array operands.
   auto check = [&](size_t n) { return ExpectOperands(inst, ops, n); };
-#define NPC_CHECK_OPERANDS(n)             \
-  do {                                    \
-    Status s_ = check(n);                 \
-    if (!s_.ok()) return s_.error();      \
-  } while (false)
 
   if (op == "parameter") {
     const int64_t n = inst.parameter_number();
@@ -921,105 +1016,110 @@ Result<Value> Evaluator::Evaluate(const HloInstructionProto& inst, const Operand
     }
     return args[n];
   }
-  if (op == "constant") return ValueFromLiteral(inst.literal(), inst.shape());
+  if (op == "constant") {
+    if (inst.frontend_attributes().map().count(hlo::kElidedConstantAttribute)) {
+      return MakeError("constant with elided values (printed as {...}): its values are unknown");
+    }
+    return ValueFromLiteral(inst.literal(), inst.shape());
+  }
   if (UnaryOpcodes().count(op)) {
-    NPC_CHECK_OPERANDS(1);
+    if (Status s = check(1); !s.ok()) return s.error();
     return Unary(inst, *ops[0]);
   }
   if (op == "is-finite") {
-    NPC_CHECK_OPERANDS(1);
+    if (Status s = check(1); !s.ok()) return s.error();
     if (!IsFloat(ops[0]->type)) return MakeError("is-finite of " + Describe(*ops[0]));
     Value out = MakeArray(xla::PRED, ops[0]->dims);
     for (int64_t i = 0; i < out.count(); ++i) out.ints[i] = std::isfinite(ops[0]->floats[i]);
     return out;
   }
   if (BinaryOpcodes().count(op)) {
-    NPC_CHECK_OPERANDS(2);
+    if (Status s = check(2); !s.ok()) return s.error();
     return Binary(inst, *ops[0], *ops[1]);
   }
   if (op == "compare") {
-    NPC_CHECK_OPERANDS(2);
+    if (Status s = check(2); !s.ok()) return s.error();
     return Compare(inst, *ops[0], *ops[1]);
   }
   if (op == "select") {
-    NPC_CHECK_OPERANDS(3);
+    if (Status s = check(3); !s.ok()) return s.error();
     return Select(*ops[0], *ops[1], *ops[2]);
   }
   if (op == "clamp") {
-    NPC_CHECK_OPERANDS(3);
+    if (Status s = check(3); !s.ok()) return s.error();
     return Clamp(*ops[0], *ops[1], *ops[2]);
   }
   if (op == "convert") {
-    NPC_CHECK_OPERANDS(1);
+    if (Status s = check(1); !s.ok()) return s.error();
     return Convert(*ops[0], type);
   }
   if (op == "bitcast-convert") {
-    NPC_CHECK_OPERANDS(1);
+    if (Status s = check(1); !s.ok()) return s.error();
     return BitcastConvert(*ops[0], type);
   }
   if (op == "iota") return Iota(inst);
   if (op == "broadcast") {
-    NPC_CHECK_OPERANDS(1);
+    if (Status s = check(1); !s.ok()) return s.error();
     return Broadcast(inst, *ops[0]);
   }
   if (op == "reshape") {
-    NPC_CHECK_OPERANDS(1);
+    if (Status s = check(1); !s.ok()) return s.error();
     return Reshape(inst, *ops[0]);
   }
   if (op == "transpose") {
-    NPC_CHECK_OPERANDS(1);
+    if (Status s = check(1); !s.ok()) return s.error();
     return Transpose(inst, *ops[0]);
   }
   if (op == "reverse") {
-    NPC_CHECK_OPERANDS(1);
+    if (Status s = check(1); !s.ok()) return s.error();
     return Reverse(inst, *ops[0]);
   }
   if (op == "slice") {
-    NPC_CHECK_OPERANDS(1);
+    if (Status s = check(1); !s.ok()) return s.error();
     return Slice(inst, *ops[0]);
   }
   if (op == "concatenate") {
     if (ops.empty()) return MakeError("concatenate of no operands");
-    NPC_CHECK_OPERANDS(ops.size());
+    if (Status s = check(ops.size()); !s.ok()) return s.error();
     return Concatenate(inst, ops);
   }
   if (op == "pad") {
-    NPC_CHECK_OPERANDS(2);
+    if (Status s = check(2); !s.ok()) return s.error();
     return Pad(inst, *ops[0], *ops[1]);
   }
   if (op == "dynamic-slice") {
     if (ops.size() < 2) return MakeError("dynamic-slice needs start indices");
-    NPC_CHECK_OPERANDS(ops.size());
+    if (Status s = check(ops.size()); !s.ok()) return s.error();
     return DynamicSlice(inst, ops);
   }
   if (op == "dynamic-update-slice") {
     if (ops.size() < 3) return MakeError("dynamic-update-slice needs start indices");
-    NPC_CHECK_OPERANDS(ops.size());
+    if (Status s = check(ops.size()); !s.ok()) return s.error();
     return DynamicUpdateSlice(ops);
   }
   if (op == "gather") {
-    NPC_CHECK_OPERANDS(2);
+    if (Status s = check(2); !s.ok()) return s.error();
     return Gather(inst, *ops[0], *ops[1]);
   }
   if (op == "scatter") {
     if (ops.size() < 3 || ops.size() % 2 == 0) {
       return MakeError("scatter needs N operands, indices and N updates");
     }
-    NPC_CHECK_OPERANDS(ops.size());
+    if (Status s = check(ops.size()); !s.ok()) return s.error();
     return Scatter(inst, ops);
   }
   if (op == "dot") {
-    NPC_CHECK_OPERANDS(2);
+    if (Status s = check(2); !s.ok()) return s.error();
     return Dot(inst, *ops[0], *ops[1]);
   }
   if (op == "reduce") {
     if (ops.empty() || ops.size() % 2 != 0) return MakeError("reduce needs N inputs and N inits");
-    NPC_CHECK_OPERANDS(ops.size());
+    if (Status s = check(ops.size()); !s.ok()) return s.error();
     return Reduce(inst, ops);
   }
   if (op == "map") {
     if (ops.empty()) return MakeError("map of no operands");
-    NPC_CHECK_OPERANDS(ops.size());
+    if (Status s = check(ops.size()); !s.ok()) return s.error();
     return Map(inst, ops);
   }
   if (op == "tuple") {
@@ -1049,6 +1149,15 @@ Result<Value> Evaluator::Evaluate(const HloInstructionProto& inst, const Operand
     for (const Value* v : ops) call_args.push_back(*v);
     return Run(**callee, call_args);
   }
+  if (op == "custom-call" && inst.custom_call_target() == "AwsNeuronTransferWithStaticRing") {
+    // torch-neuronx's hint that a weight stays on the device: the identity.
+    if (ops.size() != 1) return MakeError("AwsNeuronTransferWithStaticRing needs one operand");
+    return *ops[0];
+  }
+  if (op == "custom-call") {
+    return MakeError("unsupported opcode 'custom-call' (target '" + inst.custom_call_target() +
+                     "')");
+  }
   if (op == "while") {
     if (ops.size() != 1) return MakeError("while needs one operand");
     return While(inst, *ops[0]);
@@ -1057,7 +1166,6 @@ Result<Value> Evaluator::Evaluate(const HloInstructionProto& inst, const Operand
     if (ops.empty()) return MakeError("conditional needs a predicate or branch index");
     return Conditional(inst, ops);
   }
-#undef NPC_CHECK_OPERANDS
   return MakeError("unsupported opcode '" + op + "'");
 }
 
@@ -1215,12 +1323,11 @@ Result<Value> Evaluator::Transpose(const HloInstructionProto& inst, const Value&
   const std::vector<int64_t> perm = ToVector(inst.dimensions());
   std::vector<int64_t> sorted = perm;
   std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != a.dims.size()) {
-      return MakeError("transpose of " + Describe(a) + " by " + DimsString(perm));
-    }
+  bool is_permutation = perm.size() == a.dims.size();
+  for (size_t i = 0; is_permutation && i < sorted.size(); ++i) {
+    is_permutation = sorted[i] == static_cast<int64_t>(i);
   }
-  if (perm.size() != a.dims.size()) {
+  if (!is_permutation) {
     return MakeError("transpose of " + Describe(a) + " by " + DimsString(perm));
   }
   std::vector<int64_t> out_dims;
@@ -1475,9 +1582,35 @@ Result<Value> Evaluator::Gather(const HloInstructionProto& inst, const Value& op
   for (int64_t d : start_index_map) {
     if (d < 0 || d >= operand_rank) return MakeError("gather: start_index_map out of range");
   }
+  for (size_t i = 0; i < offset_dims.size(); ++i) {
+    const int64_t d = window_operand_dims[i];
+    if (offset_dims[i] < 0 || offset_dims[i] >= out_rank ||
+        out_dims[offset_dims[i]] != slice_sizes[d]) {
+      return MakeError("gather: offset dims do not match the slice sizes");
+    }
+  }
+  for (int64_t d = 0; d < operand_rank; ++d) {
+    if (slice_sizes[d] < 0 || slice_sizes[d] > operand.dims[d]) {
+      return MakeError("gather: slice sizes " + DimsString(slice_sizes) + " exceed " +
+                       Describe(operand));
+    }
+  }
   std::vector<int64_t> batch_out_dims;  // output dims that are not offset dims
   for (int64_t d = 0; d < out_rank; ++d) {
     if (!Contains(offset_dims, d)) batch_out_dims.push_back(d);
+  }
+  // The batch dims of the output are the indices' dims other than index_vector_dim.
+  std::vector<int64_t> indices_batch_sizes;
+  for (int64_t d = 0; d < indices_rank; ++d) {
+    if (d != ivd) indices_batch_sizes.push_back(indices.dims[d]);
+  }
+  if (indices_batch_sizes.size() != batch_out_dims.size()) {
+    return MakeError("gather: output batch dims do not match the indices' dims");
+  }
+  for (size_t i = 0; i < batch_out_dims.size(); ++i) {
+    if (out_dims[batch_out_dims[i]] != indices_batch_sizes[i]) {
+      return MakeError("gather: output batch dims do not match the indices' dims");
+    }
   }
 
   Value out = MakeArray(operand.type, out_dims);
@@ -1491,7 +1624,8 @@ Result<Value> Evaluator::Gather(const HloInstructionProto& inst, const Value& op
     if (!starts.ok()) return starts.error();
     // Start of the slice in the operand, clamped so the slice fits.
     std::vector<int64_t> slice_start(operand_rank, 0);
-    for (size_t k = 0; k < start_index_map.size(); ++k) slice_start[start_index_map[k]] = (*starts)[k];
+    for (size_t k = 0; k < start_index_map.size(); ++k)
+      slice_start[start_index_map[k]] = (*starts)[k];
     for (size_t i = 0; i < operand_batching.size(); ++i) {
       slice_start[operand_batching[i]] = BatchCoordinate(batch, ivd, indices_batching[i]);
     }
@@ -1547,7 +1681,8 @@ Result<Value> Evaluator::Scatter(const HloInstructionProto& inst, const Operands
                      std::to_string(index_length));
   }
   for (int64_t d : to_operand) {
-    if (d < 0 || d >= operand_rank) return MakeError("scatter: scatter_dims_to_operand_dims out of range");
+    if (d < 0 || d >= operand_rank)
+      return MakeError("scatter: scatter_dims_to_operand_dims out of range");
   }
   std::vector<int64_t> scatter_update_dims;  // update dims that are not window dims
   for (int64_t d = 0; d < update_rank; ++d) {
@@ -1555,6 +1690,18 @@ Result<Value> Evaluator::Scatter(const HloInstructionProto& inst, const Operands
   }
   std::vector<int64_t> scatter_sizes, window_sizes;
   for (int64_t d : scatter_update_dims) scatter_sizes.push_back(update_dims[d]);
+  // The scatter dims of the updates are the indices' dims other than index_vector_dim.
+  std::vector<int64_t> indices_batch_sizes;
+  for (int64_t d = 0; d < indices_rank; ++d) {
+    if (d != ivd) indices_batch_sizes.push_back(indices.dims[d]);
+  }
+  if (indices_batch_sizes != scatter_sizes) {
+    return MakeError("scatter: update scatter dims " + DimsString(scatter_sizes) +
+                     " do not match the indices' dims " + DimsString(indices_batch_sizes));
+  }
+  for (int64_t d : update_window_dims) {
+    if (d < 0 || d >= update_rank) return MakeError("scatter: update_window_dims out of range");
+  }
   for (int64_t d : update_window_dims) window_sizes.push_back(update_dims[d]);
   // Size of the window in each operand dimension (1 for inserted and batching dims).
   std::vector<int64_t> window_extent(operand_rank, 1);
@@ -1752,7 +1899,7 @@ std::optional<BinaryKernel> Evaluator::DirectBinaryCombiner(const HloComputation
   }
   const int64_t first = parameter_number.at(root->operand_ids(0));
   const int64_t second = parameter_number.at(root->operand_ids(1));
-  if (first == second) return std::nullopt;
+  if (first + second != 1 || first * second != 0) return std::nullopt;  // {0, 1}
   auto kernel = MakeBinaryKernel(root->opcode(), type);
   if (!kernel.ok()) return std::nullopt;
   if (first == 0) return *kernel;
@@ -1762,8 +1909,8 @@ std::optional<BinaryKernel> Evaluator::DirectBinaryCombiner(const HloComputation
                           int64_t io) { k(elem, ie, acc, ia, out, io); });
 }
 
-Result<std::vector<Value>> Evaluator::Combine(const HloComputationProto& c,
-                                              std::vector<Value> args, size_t results) {
+Result<std::vector<Value>> Evaluator::Combine(const HloComputationProto& c, std::vector<Value> args,
+                                              size_t results) {
   auto r = Run(c, args);
   if (!r.ok()) return r.error();
   std::vector<Value> out;
@@ -1788,7 +1935,8 @@ Result<Value> Evaluator::Reduce(const HloInstructionProto& inst, const Operands&
   const size_t n = ops.size() / 2;
   const Value& first = *ops[0];
   for (size_t k = 0; k < n; ++k) {
-    if (ops[k]->dims != first.dims || ops[n + k]->type != ops[k]->type || !ops[n + k]->dims.empty()) {
+    if (ops[k]->dims != first.dims || ops[n + k]->type != ops[k]->type ||
+        !ops[n + k]->dims.empty()) {
       return MakeError("reduce inputs must have equal dims and scalar inits of their types");
     }
   }
@@ -1926,13 +2074,14 @@ Result<Value> ParameterValue(const ShapeProto& shape, const std::vector<Tensor>&
   }
   const Tensor& t = arguments[next];
   if (t.type != shape.element_type() || t.dims != DimsOf(shape)) {
-    return MakeError("hlo evaluator: argument " + std::to_string(next) + " is " +
-                     TypeName(t.type) + DimsString(t.dims) + ", the parameter is " +
-                     hlo::ShapeToString(shape));
+    return MakeError("hlo evaluator: argument " + std::to_string(next) + " is " + TypeName(t.type) +
+                     DimsString(t.dims) + ", the parameter is " + hlo::ShapeToString(shape));
   }
   ++next;
   auto v = ValueFromTensor(t);
-  if (!v.ok()) return MakeError("hlo evaluator: argument " + std::to_string(next - 1) + ": " + v.error().message);
+  if (!v.ok())
+    return MakeError("hlo evaluator: argument " + std::to_string(next - 1) + ": " +
+                     v.error().message);
   return v;
 }
 
@@ -1955,7 +2104,8 @@ Result<std::vector<Tensor>> EvaluateHlo(const xla::HloModuleProto& module,
   Status valid = hlo::ValidateModule(module, "module " + module.name());
   if (!valid.ok()) return MakeError("hlo evaluator: " + valid.error().message);
   const HloComputationProto* entry = hlo::EntryComputation(module);
-  if (entry == nullptr) return MakeError("hlo evaluator: module " + module.name() + " has no entry");
+  if (entry == nullptr)
+    return MakeError("hlo evaluator: module " + module.name() + " has no entry");
 
   std::map<int64_t, const ShapeProto*> parameters;  // by parameter_number
   for (const auto& inst : entry->instructions()) {
@@ -1973,8 +2123,8 @@ Result<std::vector<Tensor>> EvaluateHlo(const xla::HloModuleProto& module,
     args.push_back(std::move(*v));
   }
   if (next != arguments.size()) {
-    return MakeError("hlo evaluator: " + std::to_string(arguments.size()) +
-                     " arguments for " + std::to_string(next) + " parameter leaves");
+    return MakeError("hlo evaluator: " + std::to_string(arguments.size()) + " arguments for " +
+                     std::to_string(next) + " parameter leaves");
   }
 
   Evaluator evaluator(module);

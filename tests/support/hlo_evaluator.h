@@ -7,15 +7,19 @@
 // loops. It is written for clarity, not speed, and shares no code with the
 // backend it checks. Semantics follow XLA's operation semantics (and XLA's
 // reference HloEvaluator where the spec leaves a choice):
-//  - f32 and bf16 arithmetic is done in C++ `float`, f64 in `double`; every
-//    bf16 result is rounded to nearest-even on store;
+//  - f32, bf16 and f16 arithmetic is done in C++ `float`, f64 in `double`;
+//    every bf16/f16 result is rounded to nearest-even on store (a dot with a
+//    bf16/f16 result accumulates in float and rounds once);
 //  - dot accumulates from zero over the contracting indices in row-major order;
 //    reduce accumulates into the init value over the reduced indices in
 //    row-major order, calling the reducer as reducer(accumulator, element);
 //  - integer arithmetic wraps (two's complement); integer x / 0 = -1 (all bits
 //    set), x % 0 = x, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0; integer power
-//    with a negative exponent is 1 for base 1 and 0 otherwise; shifts by the
-//    bit width or more give 0 (logical) or the sign fill (arithmetic);
+//    with a negative (signed) exponent is 1 for base 1 and 0 otherwise, an
+//    unsigned exponent is never negative; shifts by the bit width or more
+//    give 0 (logical) or the sign fill (arithmetic; unsigned operands are
+//    shifted as their signed reinterpretation); on pred, add is or and
+//    multiply is and;
 //  - float -> integer convert truncates toward zero, NaN gives 0, out-of-range
 //    values saturate; anything -> pred is `x != 0`;
 //  - maximum/minimum/clamp of floats propagate NaN; compare with
@@ -27,17 +31,21 @@
 // Supported opcodes: parameter constant iota broadcast reshape copy transpose
 // reverse slice concatenate pad dynamic-slice dynamic-update-slice gather
 // scatter dot reduce map call fusion while conditional tuple get-tuple-element
-// opt-barrier convert bitcast-convert compare select clamp, the elementwise
+// opt-barrier convert bitcast-convert compare select clamp, custom-call
+// AwsNeuronTransferWithStaticRing (torch-neuronx's transfer hint: the
+// identity), the elementwise
 // binary ops add subtract multiply divide remainder maximum minimum power atan2
 // and or xor shift-left shift-right-logical shift-right-arithmetic, and the
 // elementwise unary ops negate abs sign not floor ceil round-nearest-afz
 // round-nearest-even exponential exponential-minus-one log log-plus-one
 // logistic tanh sqrt rsqrt cbrt sine cosine tan erf is-finite popcnt
 // count-leading-zeros.
-// Element types: pred, s8, s16, s32, s64, u8, u16, u32, u64, bf16, f32, f64.
+// Element types: pred, s8, s16, s32, s64, u8, u16, u32, u64, bf16, f16, f32,
+// f64. A constant the HLO text reader read as elided (`{...}`) is an error.
 // Anything else is an Error naming the opcode (or type), the instruction and
 // its computation, e.g.
-//   hlo evaluator: unsupported opcode 'custom-call' (instruction %custom-call.3 in computation main)
+//   hlo evaluator: unsupported opcode 'custom-call' (instruction %custom-call.3 in computation
+//   main)
 #pragma once
 
 #include <vector>

@@ -69,7 +69,9 @@ class HostCodegenTest : public ::testing::Test {
     const std::string dir = tmp_.Sub("m" + std::to_string(count_++));
     if (!testing::WriteFile(dir + "/model.cc", *source)) return nullptr;
     std::string log;
-    auto st = host::CompileSharedObject(host::DefaultCxx(), dir + "/model.cc", dir + "/model.so", &log);
+    // NPC_HOST_TEST_CXX overrides the compiler, e.g. "c++ -fsanitize=undefined -fno-sanitize-recover=all".
+    const std::string cxx = testing::GetEnv("NPC_HOST_TEST_CXX", host::DefaultCxx());
+    auto st = host::CompileSharedObject(cxx, dir + "/model.cc", dir + "/model.so", &log);
     if (!st) {
       ADD_FAILURE() << st.error().message << "\n" << log;
       return nullptr;
@@ -116,7 +118,9 @@ TEST_F(HostCodegenTest, DotTransposeBroadcast) {
   Op bu = b.Broadcast(u, {2, 3}, {0});
   Op bs = b.Broadcast(b.ConstantF32(5), {2, 2}, {});
   Op bx = b.Broadcast(x, {2, 4, 3}, {0, 2});
-  auto m = b.Build(b.Tuple({dot, batch_dot, yty, full, tz, bv, bu, bs, bx}));
+  Op xxt = b.Dot(x, x, {1}, {1});                        // rhs contracting on its minor dim (x . W^T)
+  Op batch_t = b.Dot(l, l, {2}, {2}, {0}, {0});          // per batch L L^T
+  auto m = b.Build(b.Tuple({dot, batch_dot, yty, full, tz, bv, bu, bs, bx, xxt, batch_t}));
 
   std::vector<float> seq12(12), seq24(24);
   for (int i = 0; i < 12; ++i) seq12[i] = static_cast<float>(i + 1);
@@ -124,7 +128,7 @@ TEST_F(HostCodegenTest, DotTransposeBroadcast) {
   auto out = CompileAndRun(m, {F32({2, 3}, {1, 2, 3, 4, 5, 6}), F32({3, 2}, {7, 8, 9, 10, 11, 12}),
                                F32({2, 2, 3}, seq12), F32({2, 3, 2}, seq12), F32({2, 3, 4}, seq24),
                                F32({3}, {1, 2, 3}), F32({2}, {10, 20})});
-  ASSERT_EQ(out.size(), 9u);
+  ASSERT_EQ(out.size(), 11u);
   // [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]]
   EXPECT_EQ(out[0].dims, (std::vector<int64_t>{2, 2}));
   ExpectFloats(out[0], {58, 64, 139, 154}, 0, "dot");
@@ -151,6 +155,9 @@ TEST_F(HostCodegenTest, DotTransposeBroadcast) {
   ExpectFloats(out[7], {5, 5, 5, 5}, 0, "broadcast scalar");
   ExpectFloats(out[8], {1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6, 4, 5, 6, 4, 5, 6}, 0,
                "broadcast [2,3] -> [2,4,3] dims {0,2}");
+  ExpectFloats(out[9], {14, 32, 32, 77}, 0, "x x^T");
+  // [[1,2,3],[4,5,6]] and [[7,8,9],[10,11,12]] times their transposes
+  ExpectFloats(out[10], {14, 32, 32, 77, 194, 266, 266, 365}, 0, "batch L L^T");
 }
 
 TEST_F(HostCodegenTest, FloatElementwise) {
@@ -198,10 +205,17 @@ TEST_F(HostCodegenTest, IntegerArithmeticIsDefined) {
   HloBuilder b("integer_arithmetic");
   Op a = b.Parameter(0, xla::S32, {7}, "a");
   Op c = b.Parameter(1, xla::S32, {7}, "c");
+  Op u = b.Parameter(2, xla::U32, {3}, "u");
+  Op un = b.Parameter(3, xla::U32, {3}, "un");
+  Op pa = b.Compare(a, c, "GT");
+  Op pb = b.Compare(a, c, "LT");
   std::vector<Op> outs = {b.Div(a, c), b.Binary("remainder", a, c), b.Add(a, c), b.Mul(a, c), b.Neg(a),
-                          b.Binary("power", a, c)};
+                          b.Binary("power", a, c), b.Binary("shift-right-arithmetic", u, un), b.Add(pa, pb),
+                          b.Mul(pa, pb)};
   auto m = b.Build(b.Tuple(outs));
-  auto out = CompileAndRun(m, {S32({7}, {7, -7, 7, -7, 5, kIntMin, kIntMax}), S32({7}, {2, 2, -2, -2, 0, -1, 1})});
+  auto out = CompileAndRun(m, {S32({7}, {7, -7, 7, -7, 5, kIntMin, kIntMax}), S32({7}, {2, 2, -2, -2, 0, -1, 1}),
+                               MakeTensor<uint32_t>(xla::U32, {3}, {0xFFFFFFF8u, 8, 0x80000000u}),
+                               MakeTensor<uint32_t>(xla::U32, {3}, {1, 1, 40})});
   ASSERT_EQ(out.size(), outs.size());
   EXPECT_EQ(Values<int32_t>(out[0]), (std::vector<int32_t>{3, -3, -3, 3, -1, kIntMin, kIntMax}));  // x/0 = -1
   EXPECT_EQ(Values<int32_t>(out[1]), (std::vector<int32_t>{1, -1, 1, -1, 5, 0, 0}));                // x%0 = x
@@ -210,6 +224,21 @@ TEST_F(HostCodegenTest, IntegerArithmeticIsDefined) {
   EXPECT_EQ(Values<int32_t>(out[4]), (std::vector<int32_t>{-7, 7, -7, 7, -5, kIntMin, -kIntMax}));
   // 7^2, (-7)^2, 7^-2 = 0, (-7)^-2 = 0, 5^0, INT_MIN^-1 = 0, INT_MAX^1
   EXPECT_EQ(Values<int32_t>(out[5]), (std::vector<int32_t>{49, 49, 0, 0, 1, 0, kIntMax}));
+  // Arithmetic shift reads unsigned bits as signed (XLA).
+  EXPECT_EQ(Values<uint32_t>(out[6]), (std::vector<uint32_t>{0xFFFFFFFCu, 4, 0xFFFFFFFFu}));
+  // On pred, add is or and multiply is and: a > c, a < c per element.
+  EXPECT_EQ(Values<uint8_t>(out[7]), (std::vector<uint8_t>{1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(Values<uint8_t>(out[8]), (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0}));
+}
+
+TEST_F(HostCodegenTest, IntegerPowerOfMinusOne) {
+  HloBuilder b("pow_minus_one");
+  Op a = b.Parameter(0, xla::S32, {4}, "a");
+  Op c = b.Parameter(1, xla::S32, {4}, "c");
+  auto out = CompileAndRun(b.Build(b.Binary("power", a, c)), {S32({4}, {-1, -1, 1, -1}), S32({4}, {3, -1, -5, 0})});
+  ASSERT_EQ(out.size(), 1u);
+  // XLA: a negative exponent gives 1 for base 1, else 0 (also for base -1).
+  EXPECT_EQ(Values<int32_t>(out[0]), (std::vector<int32_t>{-1, 0, 1, 1}));
 }
 
 TEST_F(HostCodegenTest, CompareSelectConvert) {
@@ -425,6 +454,102 @@ TEST_F(HostCodegenTest, OtherElementTypesAndScalarRoot) {
   EXPECT_EQ(Values<double>(outd[0]), (std::vector<double>{2.25, -0.1 * -0.1}));
   ExpectFloats(outd[1], {2.25f, static_cast<float>(-0.1 * -0.1)}, 0, "f64 -> f32");
   EXPECT_EQ(Values<double>(outd[2]), (std::vector<double>{1, 0}));
+}
+
+TEST_F(HostCodegenTest, GatherScatter) {
+  HloBuilder b("gather_scatter");
+  Op x = b.Parameter(0, xla::F32, {4, 3}, "x");  // 0..11
+  auto f32 = [](std::vector<int64_t> d) { return HloBuilder::ArrayShape(xla::F32, d); };
+  // Embedding lookup: rows 2 and 7 (clamped to 3).
+  auto g1 = Instruction("gather");
+  g1.mutable_gather_dimension_numbers()->add_offset_dims(1);
+  g1.mutable_gather_dimension_numbers()->add_collapsed_slice_dims(0);
+  g1.mutable_gather_dimension_numbers()->add_start_index_map(0);
+  g1.mutable_gather_dimension_numbers()->set_index_vector_dim(1);
+  g1.add_gather_slice_sizes(1);
+  g1.add_gather_slice_sizes(3);
+  Op rows = b.AddInstruction(g1, {x, b.ConstantS32Array({2}, {2, 7})}, f32({2, 3}));
+  // 2x2 windows at (0,1) and (2,0), index vectors along dimension 1 of the indices.
+  auto g2 = Instruction("gather");
+  g2.mutable_gather_dimension_numbers()->add_offset_dims(1);
+  g2.mutable_gather_dimension_numbers()->add_offset_dims(2);
+  g2.mutable_gather_dimension_numbers()->add_start_index_map(0);
+  g2.mutable_gather_dimension_numbers()->add_start_index_map(1);
+  g2.mutable_gather_dimension_numbers()->set_index_vector_dim(1);
+  g2.add_gather_slice_sizes(2);
+  g2.add_gather_slice_sizes(2);
+  Op windows = b.AddInstruction(g2, {x, b.ConstantS32Array({2, 2}, {0, 1, 2, 0})}, f32({2, 2, 2}));
+
+  // Scatter-add of three rows at rows 1, 5 (out of bounds: skipped) and 1.
+  const int64_t add = b.MakeReducer("add", xla::F32);
+  auto sc = Instruction("scatter");
+  sc.mutable_scatter_dimension_numbers()->add_update_window_dims(1);
+  sc.mutable_scatter_dimension_numbers()->add_inserted_window_dims(0);
+  sc.mutable_scatter_dimension_numbers()->add_scatter_dims_to_operand_dims(0);
+  sc.mutable_scatter_dimension_numbers()->set_index_vector_dim(1);
+  sc.add_called_computation_ids(add);
+  Op added = b.AddInstruction(
+      sc, {x, b.ConstantS32Array({3}, {1, 5, 1}), b.ConstantF32Array({3, 3}, {1, 1, 1, 2, 2, 2, 10, 20, 30})},
+      f32({4, 3}));
+  // Scatter-assign of one row at row 2 (the form torch-xla emits for index_copy).
+  HloBuilder assign("assign");
+  assign.Parameter(0, xla::F32, {}, "old");
+  Op repl = assign.Parameter(1, xla::F32, {}, "new");
+  const int64_t assign_id = b.AddComputation(assign, repl);
+  auto sa = sc;
+  sa.clear_called_computation_ids();
+  sa.add_called_computation_ids(assign_id);
+  Op assigned = b.AddInstruction(sa, {x, b.ConstantS32Array({1}, {2}), b.ConstantF32Array({1, 3}, {-1, -2, -3})},
+                                 f32({4, 3}));
+  auto m = b.Build(b.Tuple({rows, windows, added, assigned}));
+  std::vector<float> seq(12);
+  for (int i = 0; i < 12; ++i) seq[i] = static_cast<float>(i);
+  auto out = CompileAndRun(m, {F32({4, 3}, seq)});
+  ASSERT_EQ(out.size(), 4u);
+  ExpectFloats(out[0], {6, 7, 8, 9, 10, 11}, 0, "gather rows");
+  ExpectFloats(out[1], {1, 2, 4, 5, 6, 7, 9, 10}, 0, "gather windows");
+  ExpectFloats(out[2], {0, 1, 2, 14, 25, 36, 6, 7, 8, 9, 10, 11}, 0, "scatter add");
+  ExpectFloats(out[3], {0, 1, 2, 3, 4, 5, -1, -2, -3, 9, 10, 11}, 0, "scatter assign");
+}
+
+TEST_F(HostCodegenTest, SixteenBitFloats) {
+  HloBuilder b("sixteen_bit");
+  Op x = b.Parameter(0, xla::F32, {3}, "x");
+  Op h = b.Parameter(1, xla::F32, {6}, "h");
+  Op y = b.Parameter(2, xla::BF16, {2}, "y");   // 1 3
+  Op l = b.Parameter(3, xla::BF16, {1, 3}, "l");  // 1 2 3
+  Op r = b.Parameter(4, xla::BF16, {3, 1}, "r");  // 1 1 1
+  Op bf_round = b.Convert(b.Convert(x, xla::BF16), xla::F32);
+  Op f16_round = b.Convert(b.Convert(h, xla::F16), xla::F32);
+  Op yy = b.Add(b.Mul(y, y), y);
+  auto k = xla::HloInstructionProto();
+  k.set_opcode("constant");
+  k.mutable_literal()->set_bf16s(std::string("\xc0\x3f", 2));  // 1.5
+  Op c = b.AddInstruction(k, {}, HloBuilder::ArrayShape(xla::BF16, {}));
+  Op yc = b.Add(y, b.Broadcast(c, {2}, {}));
+  Op dot = b.Dot(l, r, {1}, {0});
+  const int64_t add = b.MakeReducer("add", xla::BF16);
+  auto zero = xla::HloInstructionProto();
+  zero.set_opcode("constant");
+  zero.mutable_literal()->set_bf16s(std::string("\0\0", 2));
+  Op sum = b.Reduce(y, b.AddInstruction(zero, {}, HloBuilder::ArrayShape(xla::BF16, {})), {0}, add);
+  auto m = b.Build(b.Tuple({bf_round, f16_round, yy, yc, dot, sum}));
+  const float e11 = std::ldexp(1.0f, -11), e24 = std::ldexp(1.0f, -24);
+  auto out = CompileAndRun(
+      m, {F32({3}, {1 + std::ldexp(1.0f, -8), 1 + 3 * std::ldexp(1.0f, -8), -2.5f}),
+          F32({6}, {1 + e11, 1 + 3 * e11, 70000, e24, 0.75f * e24, 0.25f * e24}),
+          MakeTensor<uint16_t>(xla::BF16, {2}, {0x3f80, 0x4040}),
+          MakeTensor<uint16_t>(xla::BF16, {1, 3}, {0x3f80, 0x4000, 0x4040}),
+          MakeTensor<uint16_t>(xla::BF16, {3, 1}, {0x3f80, 0x3f80, 0x3f80})});
+  ASSERT_EQ(out.size(), 6u);
+  // Round to nearest, ties to even.
+  ExpectFloats(out[0], {1, 1.015625f, -2.5f}, 0, "f32 -> bf16 -> f32");
+  ExpectFloats(out[1], {1, 1 + 4 * e11, kInf, e24, e24, 0}, 0, "f32 -> f16 -> f32");
+  EXPECT_EQ(out[2].type, xla::BF16);
+  EXPECT_EQ(Values<uint16_t>(out[2]), (std::vector<uint16_t>{0x4000, 0x4140})) << "y*y + y = 2, 12";
+  EXPECT_EQ(Values<uint16_t>(out[3]), (std::vector<uint16_t>{0x4020, 0x4090})) << "y + 1.5 = 2.5, 4.5";
+  EXPECT_EQ(Values<uint16_t>(out[4]), (std::vector<uint16_t>{0x40c0})) << "dot = 6";
+  EXPECT_EQ(Values<uint16_t>(out[5]), (std::vector<uint16_t>{0x4080})) << "sum = 4";
 }
 
 }  // namespace
