@@ -19,7 +19,6 @@
 #include "generator/ninja_writer.h"
 #include "generator/pool.h"
 #include "generator/results.h"
-#include "generator/spawn.h"
 #include "npc/log.h"
 
 namespace npc::tool {
@@ -28,6 +27,19 @@ namespace fs = std::filesystem;
 using cache::EntryState;
 
 namespace {
+
+// Runs the training command or ninja in the foreground: stdin/stdout/stderr
+// and the terminal inherited, Ctrl-C reaching the child (see ProcessOptions).
+// Returns the exit status, 128+signal when killed by a signal.
+Result<int> RunInteractive(const std::vector<std::string>& argv, const std::map<std::string, std::string>& set_env) {
+  ProcessOptions options;
+  options.set_env = set_env;
+  options.capture_output = false;
+  options.new_process_group = false;
+  auto run = RunProcess(argv, options);
+  if (!run) return run.error();
+  return run->exit_status;
+}
 
 constexpr std::string_view kBuildDirName = ".npc-build";
 constexpr std::string_view kNinjaFile = "build.ninja";

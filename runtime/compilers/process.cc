@@ -99,30 +99,78 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Pro
   for (const auto& e : env) c_env.push_back(const_cast<char*>(e.c_str()));
   c_env.push_back(nullptr);
 
+  // The child reports a failed chdir or exec through this close-on-exec pipe:
+  // EOF means the program started.
+  int exec_fds[2];
+  if (pipe2(exec_fds, O_CLOEXEC) != 0) {
+    if (pipe_fds[0] >= 0) { close(pipe_fds[0]); close(pipe_fds[1]); }
+    return MakeError(std::string("pipe: ") + std::strerror(errno));
+  }
+  struct sigaction ignore {}, old_int {}, old_quit {};
+  if (!options.new_process_group) {
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGINT, &ignore, &old_int);
+    sigaction(SIGQUIT, &ignore, &old_quit);
+  }
+  auto restore_signals = [&] {
+    if (options.new_process_group) return;
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+  };
+
   auto start = std::chrono::steady_clock::now();
   pid_t pid = fork();
   if (pid < 0) {
+    int err = errno;
     if (pipe_fds[0] >= 0) { close(pipe_fds[0]); close(pipe_fds[1]); }
-    return MakeError(std::string("fork: ") + std::strerror(errno));
+    close(exec_fds[0]);
+    close(exec_fds[1]);
+    restore_signals();
+    return MakeError(std::string("fork: ") + std::strerror(err));
   }
   if (pid == 0) {
-    // Child: own process group so a timeout can kill the whole tree.
-    setpgid(0, 0);
+    // stage 1: chdir failed; stage 2: exec failed.
+    auto report = [&](int stage) {
+      int msg[2] = {stage, errno};
+      (void)!write(exec_fds[1], msg, sizeof msg);
+      _exit(127);
+    };
+    if (options.new_process_group) {
+      setpgid(0, 0);  // own process group so a timeout can kill the whole tree
+    } else {
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      sigaction(SIGINT, &dfl, nullptr);
+      sigaction(SIGQUIT, &dfl, nullptr);
+    }
     if (options.capture_output) {
       dup2(pipe_fds[1], STDOUT_FILENO);
       dup2(pipe_fds[1], STDERR_FILENO);
       int devnull = open("/dev/null", O_RDONLY);
       if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     }
-    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) {
-      dprintf(STDERR_FILENO, "cannot enter directory %s: %s\n", options.cwd.c_str(), std::strerror(errno));
-      _exit(127);
-    }
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) report(1);
     execve(program.c_str(), c_argv.data(), c_env.data());
-    dprintf(STDERR_FILENO, "cannot execute %s: %s\n", program.c_str(), std::strerror(errno));
-    _exit(127);
+    report(2);
   }
-  setpgid(pid, pid);
+  if (options.new_process_group) setpgid(pid, pid);
+  close(exec_fds[1]);
+  int exec_msg[2] = {0, 0};
+  ssize_t exec_n;
+  do exec_n = read(exec_fds[0], exec_msg, sizeof exec_msg);
+  while (exec_n < 0 && errno == EINTR);
+  close(exec_fds[0]);
+  if (exec_n == static_cast<ssize_t>(sizeof exec_msg)) {
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (pipe_fds[0] >= 0) { close(pipe_fds[0]); close(pipe_fds[1]); }
+    restore_signals();
+    if (exec_msg[0] == 1) return MakeError("cannot enter directory " + options.cwd + ": " + std::strerror(exec_msg[1]));
+    return MakeError("cannot execute " + program + ": " + std::strerror(exec_msg[1]));
+  }
 
   ProcessResult result;
   if (options.capture_output) {
@@ -134,7 +182,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Pro
         double left = options.timeout_seconds -
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (left <= 0) {
-          kill(-pid, SIGKILL);
+          kill(options.new_process_group ? -pid : pid, SIGKILL);
           result.timed_out = true;
           break;
         }
@@ -162,7 +210,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Pro
       if (w == 0) {
         double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (elapsed > options.timeout_seconds) {
-          kill(-pid, SIGKILL);
+          kill(options.new_process_group ? -pid : pid, SIGKILL);
           result.timed_out = true;
         }
         usleep(20000);
@@ -179,6 +227,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Pro
   if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.exit_status = 128 + WTERMSIG(status);
   if (result.timed_out) result.exit_status = -1;
+  restore_signals();
   return result;
 }
 

@@ -18,6 +18,12 @@ struct ProcessOptions {
   std::vector<std::string> unset_env;                // removed from the environment
   bool capture_output = true;                        // stdout+stderr into ProcessResult::output
   double timeout_seconds = 0;                        // 0: none; on expiry SIGKILL, exit_status -1
+  // true (compilers): the child leads a new process group, so a timeout kills
+  // its whole tree. false (the training command, ninja): the child stays in the
+  // caller's process group with its terminal, so Ctrl-C reaches it, and the
+  // caller ignores SIGINT and SIGQUIT while it waits (as system(3) does), so
+  // the child decides how to stop and the caller still reports what happened.
+  bool new_process_group = true;
 };
 
 struct ProcessResult {
@@ -29,7 +35,8 @@ struct ProcessResult {
 };
 
 // Runs argv[0] (looked up in PATH when it has no '/') with argv and waits.
-// Errors: the program cannot be started (not found, not executable).
+// Errors: the program cannot be started (not found, not executable, exec
+// failed, the working directory cannot be entered).
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
 // Quotes `s` for /bin/sh (single quotes when needed).
