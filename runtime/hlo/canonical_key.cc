@@ -6,8 +6,9 @@
 // operand order, then control predecessors), then any unreachable ones in
 // their listed order. Each instruction is written as a copy with names, ids,
 // metadata and references cleared (references are written separately as
-// canonical numbers), with default layouts and empty sub-messages removed so
-// that producers that spell the same thing differently agree.
+// canonical numbers), with default layouts, all-DEFAULT operand precisions and
+// empty sub-messages removed so that producers that spell the same thing
+// differently agree.
 #include <openssl/sha.h>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -154,6 +155,12 @@ class Canonicalizer {
       copy.clear_control_predecessor_ids();
       copy.clear_called_computation_ids();
       if (copy.has_frontend_attributes() && copy.frontend_attributes().map().empty()) copy.clear_frontend_attributes();
+      if (copy.has_precision_config()) {
+        // Producers write either no precision config or one DEFAULT per operand: the same thing.
+        bool all_default = true;
+        for (int p : copy.precision_config().operand_precision()) all_default &= p == xla::PrecisionConfig::DEFAULT;
+        if (all_default) copy.clear_precision_config();
+      }
       NormalizeShape(copy.mutable_shape());
       if (copy.has_literal()) NormalizeLiteral(copy.mutable_literal());
       PutMessage(copy);

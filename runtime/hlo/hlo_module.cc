@@ -56,11 +56,6 @@ bool HasComputations(const xla::HloModuleProto& m) {
 
 }  // namespace
 
-// Replaced by the definition in text_reader.cc.
-__attribute__((weak)) Result<xla::HloModuleProto> ParseHloText(std::string_view, const std::string& source_name) {
-  return MakeError(source_name + ": HLO text is not supported by this build");
-}
-
 const xla::HloComputationProto* EntryComputation(const xla::HloModuleProto& module) {
   if (module.computations_size() == 0) return nullptr;
   if (module.entry_computation_id() != 0 || !module.entry_computation_name().empty()) {

@@ -153,6 +153,25 @@ TEST(CanonicalGraphKey, ChangesWithOpsShapesConstantsAndAttributes) {
   EXPECT_NE(k1, k2);
 }
 
+TEST(CanonicalGraphKey, DefaultOperandPrecisionEqualsNone) {
+  auto dot_module = [](std::vector<xla::PrecisionConfig::Precision> precisions) {
+    HloBuilder b("d");
+    Op x = b.Parameter(0, xla::F32, {2, 3}, "x");
+    Op w = b.Parameter(1, xla::F32, {3, 4}, "w");
+    xla::HloModuleProto m = b.Build(b.Dot(x, w, {1}, {0}));
+    for (auto& comp : *m.mutable_computations()) {
+      for (auto& inst : *comp.mutable_instructions()) {
+        if (inst.opcode() != "dot" || precisions.empty()) continue;
+        for (auto p : precisions) inst.mutable_precision_config()->add_operand_precision(p);
+      }
+    }
+    return m;
+  };
+  const std::string none = CanonicalGraphKey(dot_module({}));
+  EXPECT_EQ(CanonicalGraphKey(dot_module({xla::PrecisionConfig::DEFAULT, xla::PrecisionConfig::DEFAULT})), none);
+  EXPECT_NE(CanonicalGraphKey(dot_module({xla::PrecisionConfig::HIGHEST, xla::PrecisionConfig::DEFAULT})), none);
+}
+
 TEST(CanonicalGraphKey, CorpusBinaryModuleIsReadable) {
   const std::string path = std::string(NPC_CORPUS_DIR) + "/jax-binpb/example1.binpb";
   if (!npc::testing::FileExists(path)) GTEST_SKIP() << "corpus absent: " << path << " not found";
