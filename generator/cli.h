@@ -36,6 +36,7 @@ struct ToolOptions {
   std::string manifest;                // --manifest <file>: manifest, verify; generate/compile exactly its entries
   bool offline = false;                // --offline: refuse network caches (with --manifest)
   std::string scratch_dir;             // verify --scratch_dir
+  bool keep_going = false;             // import --keep_going: import what reads, report the rest
 };
 
 // What parsing decided: run `options`, or exit now with `exit_status` after

@@ -1,6 +1,8 @@
 #include "generator/import.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -36,7 +38,8 @@ std::string StoreShownPath(cache::Store& store, const std::string& path) {
 
 Result<std::vector<ImportedEntry>> ImportHloFiles(cache::Store& store, const std::string& compiler_dir,
                                                   const std::vector<std::string>& files,
-                                                  const std::vector<std::string>& flags) {
+                                                  const std::vector<std::string>& flags,
+                                                  std::vector<Error>* unreadable) {
   const std::string flags_json = cache::CompileFlagsJson(flags);
   const std::string flags_hash = cache::FlagsHash(flags_json);
   struct Parsed {
@@ -48,7 +51,11 @@ Result<std::vector<ImportedEntry>> ImportHloFiles(cache::Store& store, const std
   // Parse everything first: a bad file imports nothing.
   for (const auto& file : files) {
     auto module = hlo::ReadHloModuleFile(file);
-    if (!module) return module.error();
+    if (!module) {
+      if (!unreadable) return module.error();
+      unreadable->push_back(module.error());
+      continue;
+    }
     Parsed p;
     p.entry.source = file;
     p.entry.ref = cache::EntryRef{compiler_dir, hlo::CanonicalGraphKey(*module), flags_hash};
@@ -69,10 +76,59 @@ Result<std::vector<ImportedEntry>> ImportHloFiles(cache::Store& store, const std
   return out;
 }
 
-int RunImport(const ToolOptions& options, const std::vector<std::string>& files) {
-  if (files.empty()) {
-    std::cerr << "npc import: no HLO files given (npc import [options] [--] <files...>)\n";
+namespace {
+
+bool HasHloFileName(const std::string& name) {
+  if (name.empty() || name[0] == '.') return false;
+  std::string n = name;
+  auto ends_with = [&](std::string_view suffix) {
+    return n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".gz")) n.resize(n.size() - 3);
+  return ends_with(".hlo") || ends_with(".txt") || ends_with(".pb") || ends_with(".binpb");
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ExpandHloPaths(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    auto status = fs::status(path, ec);
+    if (ec || !fs::exists(status)) return MakeError(path + ": no such file or directory");
+    if (!fs::is_directory(status)) {
+      out.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
+    if (ec) return MakeError(path + ": cannot list: " + ec.message());
+    for (; it != end; it.increment(ec)) {
+      if (ec) return MakeError(path + ": cannot list: " + ec.message());
+      const std::string name = it->path().filename().string();
+      if (it->is_directory(ec)) {
+        if (!name.empty() && name[0] == '.') it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_regular_file(ec) && HasHloFileName(name)) found.push_back(it->path().string());
+    }
+    if (found.empty()) return MakeError(path + ": no HLO files (*.hlo, *.txt, *.pb, *.binpb, optionally .gz) in this directory");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
+}
+
+int RunImport(const ToolOptions& options, const std::vector<std::string>& paths) {
+  if (paths.empty()) {
+    std::cerr << "npc import: no HLO files given (npc import [options] [--] <files or folders...>)\n";
     return 2;
+  }
+  auto files = ExpandHloPaths(paths);
+  if (!files) {
+    log::Error(log::kParallelCompile, files.error().message);
+    return 1;
   }
   auto flags = cache::ParseNeuronCcFlags(std::getenv("NEURON_CC_FLAGS") ? std::getenv("NEURON_CC_FLAGS") : "");
   if (!flags) {
@@ -84,7 +140,9 @@ int RunImport(const ToolOptions& options, const std::vector<std::string>& files)
     log::Error(log::kParallelCompile, ctx.error().message);
     return 1;
   }
-  auto imported = ImportHloFiles(*ctx->store, ctx->compiler_dir, files, flags->compiler_flags);
+  std::vector<Error> unreadable;
+  auto imported =
+      ImportHloFiles(*ctx->store, ctx->compiler_dir, *files, flags->compiler_flags, options.keep_going ? &unreadable : nullptr);
   if (!imported) {
     log::Error(log::kParallelCompile, imported.error().message);
     return 1;
@@ -102,6 +160,12 @@ int RunImport(const ToolOptions& options, const std::vector<std::string>& files)
   log::Info(log::kParallelCompile, "Imported " + std::to_string(created) + " new entries (" +
                                        std::to_string(imported->size() - created) + " already present) into " +
                                        ctx->compiler_dir_path + "; compile them with `npc compile`");
+  for (const auto& e : unreadable) log::Error(log::kParallelCompile, "not imported: " + e.message);
+  if (!unreadable.empty()) {
+    log::Error(log::kParallelCompile, std::to_string(unreadable.size()) + " of " + std::to_string(files->size()) +
+                                          " files were not imported");
+    return 1;
+  }
   return 0;
 }
 

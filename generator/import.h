@@ -24,15 +24,30 @@ struct ImportedEntry {
 // HloModuleProto (deterministic serialization) in model.hlo_module.pb, with
 // compile_flags.json beside it. Entries that already hold an HLO are left
 // alone (created = false). All files are read and parsed before anything is
-// written. Errors: a file that does not read or parse (naming it), store I/O.
+// written, and each entry is written atomically.
+// `unreadable`: when null, a file that does not read or parse is an error and
+// nothing is imported; otherwise such files are appended to it (one Error
+// each, naming the file and, for HLO text, line and column) and the others
+// are imported.
+// Errors: a file that does not read or parse (naming it; see above), store I/O.
 Result<std::vector<ImportedEntry>> ImportHloFiles(cache::Store& store, const std::string& compiler_dir,
                                                   const std::vector<std::string>& files,
-                                                  const std::vector<std::string>& flags);
+                                                  const std::vector<std::string>& flags,
+                                                  std::vector<Error>* unreadable = nullptr);
 
-// `npc import [options] [--] <files...>`: ImportHloFiles into the compiler
-// directory of the selected backend, with the compiler flags of
-// NEURON_CC_FLAGS; prints one line per file and entry. 0 on success, 1 on
-// error, 2 when no file is given.
+// The HLO files named by `paths`: a file is taken as given; a directory is
+// walked recursively (sorted by path, hidden names skipped) for files named
+// *.hlo, *.txt, *.pb or *.binpb, optionally followed by .gz (the names XLA's
+// --xla_dump_to and torch-neuronx dumps use).
+// Errors: a path that does not exist, a directory with no such file.
+Result<std::vector<std::string>> ExpandHloPaths(const std::vector<std::string>& paths);
+
+// `npc import [options] [--] <files or folders...>`: ExpandHloPaths, then
+// ImportHloFiles into the compiler directory of the selected backend, with the
+// compiler flags of NEURON_CC_FLAGS; prints one line per file and entry.
+// --keep_going imports what reads and reports the rest. 0 on success, 1 on
+// error (or, with --keep_going, when some file was not imported), 2 when no
+// file is given.
 int RunImport(const ToolOptions& options, const std::vector<std::string>& files);
 
 }  // namespace npc::tool

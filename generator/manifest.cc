@@ -819,6 +819,11 @@ void AddManifestOptions(CLI::App& app, const std::string& verb, ToolOptions& o) 
     app.add_option("--scratch_dir", o.scratch_dir,
                    "Where to recompile (default: a temporary directory, removed when every digest matches)");
   }
+  if (verb == "import") {
+    app.add_flag("-k,--keep_going", o.keep_going,
+                 "Import every file that reads and report the others (exit status 1), instead of importing "
+                 "nothing when one file is bad");
+  }
   if (IsManifestVerb(verb)) {
     app.add_option("--compiler_dir", o.compiler_dir,
                    "Compiler directory name under the cache root (default: asked from the compiler)");

@@ -2,6 +2,8 @@
 // `npc import`'s library function (generator/import.cc): making, writing and
 // reading manifests, checking a cache against one, the build.ninja written
 // from one, verify, and the host backend's determinism that verify relies on.
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -272,6 +274,47 @@ TEST_F(ManifestTest, ImportOfABadFileNamesItAndWritesNothing) {
   auto missing = ImportHloFiles(store, "fake-1", {src.Sub("absent.pb")}, {});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("absent.pb"), std::string::npos) << missing.error().message;
+}
+
+TEST_F(ManifestTest, ImportKeepGoingImportsWhatReadsAndReportsTheRest) {
+  TempDir src{"npc-import-src"};
+  ASSERT_TRUE(WriteFile(src.Sub("good.pb"), Module(4).SerializeAsString()));
+  ASSERT_TRUE(WriteFile(src.Sub("bad.pb"), "\x08\xff\xff garbage"));
+  std::vector<Error> unreadable;
+  auto imported = ImportHloFiles(store, "fake-1", {src.Sub("good.pb"), src.Sub("bad.pb")}, {}, &unreadable);
+  ASSERT_TRUE(imported.ok()) << imported.error().message;
+  ASSERT_EQ(imported->size(), 1u);
+  EXPECT_EQ((*imported)[0].source, src.Sub("good.pb"));
+  ASSERT_EQ(unreadable.size(), 1u);
+  EXPECT_NE(unreadable[0].message.find(src.Sub("bad.pb")), std::string::npos) << unreadable[0].message;
+  EXPECT_EQ(*cache::GetEntryState(store, (*imported)[0].ref, "model.so"), cache::EntryState::kTodo);
+}
+
+TEST(ExpandHloPaths, WalksFoldersForHloFileNamesInOrder) {
+  TempDir src{"npc-expand"};
+  ASSERT_TRUE(WriteFile(src.Sub("b.hlo"), "x"));
+  ASSERT_TRUE(WriteFile(src.Sub("a.pb"), "x"));
+  ASSERT_TRUE(WriteFile(src.Sub("README.md"), "x"));
+  ASSERT_TRUE(WriteFile(src.Sub(".hidden.hlo"), "x"));
+  std::filesystem::create_directories(src.Sub("dump/.git"));
+  ASSERT_TRUE(WriteFile(src.Sub("dump/module_0001.before_optimizations.txt"), "x"));
+  ASSERT_TRUE(WriteFile(src.Sub("dump/m.binpb.gz"), "x"));
+  ASSERT_TRUE(WriteFile(src.Sub("dump/.git/c.hlo"), "x"));
+  ASSERT_TRUE(WriteFile(src.Sub("dump/notes.json"), "x"));
+  ASSERT_TRUE(WriteFile(src.Sub("single.data"), "x"));
+  auto files = ExpandHloPaths({src.Sub("single.data"), src.path()});
+  ASSERT_TRUE(files.ok()) << files.error().message;
+  std::vector<std::string> want = {src.Sub("single.data"), src.Sub("a.pb"), src.Sub("b.hlo"),
+                                   src.Sub("dump/m.binpb.gz"), src.Sub("dump/module_0001.before_optimizations.txt")};
+  EXPECT_EQ(*files, want);
+
+  auto missing = ExpandHloPaths({src.Sub("absent")});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find(src.Sub("absent")), std::string::npos);
+  TempDir empty{"npc-expand-empty"};
+  auto none = ExpandHloPaths({empty.path()});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("no HLO files"), std::string::npos) << none.error().message;
 }
 
 TEST_F(ManifestTest, VerifyReproducesDeterministicArtifacts) {
