@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "generator/commands.h"
+#include "generator/explain.h"
 #include "generator/manifest.h"  // manifest, verify, import; --manifest, --offline
 #include "npc/log.h"
 
@@ -146,7 +147,9 @@ constexpr const char* kNpcUsage =
     "  clean                remove this compiler's entries from the cache\n"
     "  clear-locks          remove lock files no live process holds\n"
     "  compile-entry        compile one entry (the command of a build edge)\n"
-    "  import <files...>    put HLO files into the cache as entries to compile\n"
+    "  import <files...>    put HLO files (or folders of them) into the cache as entries to compile\n"
+    "  explain <files...>   why an HLO file (or entry directory) is or is not a cache hit: the flags,\n"
+    "                       compiler directory or instructions that differ from the nearest entry\n"
     "  manifest --manifest F  write the manifest (lock file) of the cache's entries: keys, flags, SHA-256 digests\n"
     "  verify --manifest F  recompile the manifest's entries in a scratch cache and compare artifact digests\n"
     "  (generate and compile take --manifest F [--offline]: build exactly the manifest's entries)\n"
@@ -172,7 +175,7 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
   }
   static const std::vector<std::string> kVerbs = {"collect", "compile", "all",         "generate",
                                                   "scan",    "clean",   "clear-locks", "compile-entry",
-                                                  "import",  "manifest", "verify"};
+                                                  "import",  "manifest", "verify",      "explain"};
   if (std::find(kVerbs.begin(), kVerbs.end(), verb) == kVerbs.end()) {
     return UsageError("npc: unknown command '" + verb + "'\n\n" + kNpcUsage);
   }
@@ -195,7 +198,7 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
   if (TakesCommand(verb) && parsed.options.command.empty()) {
     return UsageError("npc " + verb + ": no training command given (npc " + verb + " [options] -- <command...>)");
   }
-  if (!TakesCommand(verb) && verb != "import" && !parsed.options.command.empty()) {
+  if (!TakesCommand(verb) && verb != "import" && verb != "explain" && !parsed.options.command.empty()) {
     return UsageError("npc " + verb + ": unexpected argument '" + parsed.options.command.front() + "'");
   }
   return parsed;
@@ -216,6 +219,7 @@ int RunTool(const ToolOptions& options) {
   if (v == "clean") return RunClean(options);
   if (v == "clear-locks") return RunClearLocks(options);
   if (v == "compile-entry") return RunCompileEntry(options);
+  if (v == "explain") return RunExplain(options, options.command);
   std::cerr << "npc: unknown command '" << v << "'\n";
   return 2;
 }

@@ -53,50 +53,32 @@ class Canonicalizer {
     for (const auto& c : module.computations()) computations_[c.id()] = &c;
   }
 
-  std::string Run() {
+  CanonicalModule Run() {
+    CanonicalModule out;
     const xla::HloComputationProto* entry = EntryComputation(module_);
-    if (entry == nullptr) return "invalid";
+    if (entry == nullptr) return out;
     ComputationIndex(entry->id());
     while (!queue_.empty()) {
       int64_t id = queue_.front();
       queue_.pop_front();
       auto it = computations_.find(id);
-      if (it != computations_.end()) WriteComputation(*it->second);
-      else Put("missing-computation");
+      CanonicalComputation c;
+      if (it != computations_.end()) c = Canonicalize(*it->second);
+      else c.missing = true;
+      out.computations.push_back(std::move(c));
     }
-    xla::HloInputOutputAliasProto alias = module_.input_output_alias();
-    Put("alias");
-    PutMessage(alias);
-    return out_;
+    out.input_output_alias = module_.input_output_alias();
+    return out;
   }
 
  private:
-  void Put(std::string_view s) {
-    PutInt(static_cast<int64_t>(s.size()));
-    out_.append(s);
-  }
-  void PutInt(int64_t v) {
-    char buf[8];
-    for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
-    out_.append(buf, 8);
-  }
-  void PutMessage(const google::protobuf::Message& m) {
-    std::string bytes;
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    m.SerializeToCodedStream(&coded);
-    coded.Trim();
-    Put(bytes);
-  }
-
   int64_t ComputationIndex(int64_t id) {
     auto [it, inserted] = computation_index_.emplace(id, static_cast<int64_t>(computation_index_.size()));
     if (inserted) queue_.push_back(id);
     return it->second;
   }
 
-  void WriteComputation(const xla::HloComputationProto& c) {
+  CanonicalComputation Canonicalize(const xla::HloComputationProto& c) {
     std::map<int64_t, const xla::HloInstructionProto*> by_id;
     for (const auto& inst : c.instructions()) by_id[inst.id()] = &inst;
 
@@ -142,11 +124,16 @@ class Canonicalizer {
 
     std::map<int64_t, int64_t> index;
     for (size_t i = 0; i < order.size(); ++i) index[order[i]->id()] = static_cast<int64_t>(i);
+    auto number = [&](int64_t id) { return index.count(id) ? index[id] : int64_t{-1}; };
 
-    Put("computation");
-    PutInt(static_cast<int64_t>(order.size()));
+    CanonicalComputation out;
+    out.name = c.name();
+    out.root = number(c.root_id());
     for (const auto* inst : order) {
-      xla::HloInstructionProto copy = *inst;
+      CanonicalInstruction ci;
+      ci.name = inst->name();
+      xla::HloInstructionProto& copy = ci.normalized;
+      copy = *inst;
       copy.DiscardUnknownFields();
       copy.clear_name();
       copy.clear_id();
@@ -163,29 +150,79 @@ class Canonicalizer {
       }
       NormalizeShape(copy.mutable_shape());
       if (copy.has_literal()) NormalizeLiteral(copy.mutable_literal());
-      PutMessage(copy);
-      Put("operands");
-      for (int64_t op : inst->operand_ids()) PutInt(index.count(op) ? index[op] : -1);
-      Put("control");
-      for (int64_t op : inst->control_predecessor_ids()) PutInt(index.count(op) ? index[op] : -1);
-      Put("calls");
-      for (int64_t cc : inst->called_computation_ids()) PutInt(ComputationIndex(cc));
+      for (int64_t op : inst->operand_ids()) ci.operands.push_back(number(op));
+      for (int64_t op : inst->control_predecessor_ids()) ci.control_predecessors.push_back(number(op));
+      for (int64_t cc : inst->called_computation_ids()) ci.called_computations.push_back(ComputationIndex(cc));
+      out.instructions.push_back(std::move(ci));
     }
-    Put("root");
-    PutInt(index.count(c.root_id()) ? index[c.root_id()] : -1);
+    return out;
   }
 
   const xla::HloModuleProto& module_;
   std::map<int64_t, const xla::HloComputationProto*> computations_;
   std::map<int64_t, int64_t> computation_index_;
   std::deque<int64_t> queue_;
+};
+
+// The byte string that CanonicalGraphKey hashes: length-prefixed tokens,
+// integers as 8 little-endian bytes, messages in deterministic serialization.
+class Serializer {
+ public:
+  std::string Run(const CanonicalModule& m) {
+    if (m.computations.empty()) return "invalid";
+    for (const auto& c : m.computations) {
+      if (c.missing) {
+        Put("missing-computation");
+        continue;
+      }
+      Put("computation");
+      PutInt(static_cast<int64_t>(c.instructions.size()));
+      for (const auto& inst : c.instructions) {
+        PutMessage(inst.normalized);
+        Put("operands");
+        for (int64_t op : inst.operands) PutInt(op);
+        Put("control");
+        for (int64_t op : inst.control_predecessors) PutInt(op);
+        Put("calls");
+        for (int64_t cc : inst.called_computations) PutInt(cc);
+      }
+      Put("root");
+      PutInt(c.root);
+    }
+    Put("alias");
+    PutMessage(m.input_output_alias);
+    return out_;
+  }
+
+ private:
+  void Put(std::string_view s) {
+    PutInt(static_cast<int64_t>(s.size()));
+    out_.append(s);
+  }
+  void PutInt(int64_t v) {
+    char buf[8];
+    for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+    out_.append(buf, 8);
+  }
+  void PutMessage(const google::protobuf::Message& m) {
+    std::string bytes;
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&coded);
+    coded.Trim();
+    Put(bytes);
+  }
+
   std::string out_;
 };
 
 }  // namespace
 
+CanonicalModule CanonicalForm(const xla::HloModuleProto& module) { return Canonicalizer(module).Run(); }
+
 std::string CanonicalGraphKey(const xla::HloModuleProto& module) {
-  std::string canonical = Canonicalizer(module).Run();
+  std::string canonical = Serializer().Run(CanonicalForm(module));
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(canonical.data()), canonical.size(), digest);
   uint64_t key = 0;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "npc/hlo.pb.h"  // generated from runtime/hlo/hlo.proto
 #include "npc/result.h"
@@ -46,6 +47,29 @@ const xla::HloComputationProto* EntryComputation(const xla::HloModuleProto& modu
 // attribute, operand order, called computations, and the module's
 // input/output aliasing. Stable across runs, machines and builds.
 std::string CanonicalGraphKey(const xla::HloModuleProto& module);
+
+// The canonical form that CanonicalGraphKey hashes, for tools that explain why
+// two modules have different keys (`npc explain`). Computations are numbered
+// in the order they are reached from the entry (entry = 0); instructions
+// parameters first (by number), then in post order from the root.
+struct CanonicalInstruction {
+  std::string name;                         // original name, for messages only
+  xla::HloInstructionProto normalized;      // names, ids, metadata, references cleared; default layouts removed
+  std::vector<int64_t> operands;            // canonical instruction numbers (-1: dangling reference)
+  std::vector<int64_t> control_predecessors;
+  std::vector<int64_t> called_computations; // canonical computation numbers
+};
+struct CanonicalComputation {
+  std::string name;  // original name, for messages only
+  std::vector<CanonicalInstruction> instructions;
+  int64_t root = -1;  // canonical number of the root instruction
+  bool missing = false;  // called by some instruction but absent from the module (invalid module)
+};
+struct CanonicalModule {
+  std::vector<CanonicalComputation> computations;  // [0] is the entry; empty for a module without one
+  xla::HloInputOutputAliasProto input_output_alias;
+};
+CanonicalModule CanonicalForm(const xla::HloModuleProto& module);
 
 // Number of elements of an array shape (1 for a scalar; 0 for a tuple).
 int64_t ElementCount(const xla::ShapeProto& shape);
