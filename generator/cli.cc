@@ -190,6 +190,7 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
   if (verb == "compile-entry") {
     app.add_option("--entry", o.entry, "Entry directory relative to the cache root: <compiler dir>/MODULE_<key>+<hash>")
         ->required();
+    app.add_option("--stamp", o.stamp, "A local file to write once the entry is DONE (the build edge's output for S3)");
   }
   AddManifestOptions(app, verb, o);  // --manifest, --offline, --scratch_dir; manifest/verify/import options
   auto parsed = ParseWith(app, o, argv, 2);

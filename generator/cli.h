@@ -31,6 +31,7 @@ struct ToolOptions {
   bool retry_failed_compilation = false;
   bool json = false;                   // scan --json
   std::string entry;                   // compile-entry --entry <compiler dir>/MODULE_<key>+<hash>
+  std::string stamp;                   // compile-entry --stamp <file>: written when the entry is DONE
   std::vector<std::string> command;    // the training command (import: the HLO files)
   // Reproducible builds and import (generator/manifest.h, generator/import.h).
   std::string manifest;                // --manifest <file>: manifest, verify; generate/compile exactly its entries

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/read_through.h"
 #include "compilers/process.h"
 #include "generator/ninja_writer.h"
 #include "generator/pool.h"
@@ -149,7 +150,9 @@ int FailureStatus(int status) { return status <= 0 || status > 255 ? 1 : status;
 std::string DefaultBuildDir(const ToolContext& context) {
   auto local = context.store->LocalPath(context.compiler_dir);
   if (local) return AbsolutePath(*local + "/" + std::string(kBuildDirName));
-  return AbsolutePath(std::string(kBuildDirName) + "/" + context.compiler_dir);
+  // A remote store: beside the local read-through copy of its artifacts.
+  return AbsolutePath(cache::DefaultLocalCopyRoot(context.store->url()) + "/" + std::string(kBuildDirName) + "/" +
+                      context.compiler_dir);
 }
 
 Result<ToolContext> OpenToolContext(const ToolOptions& options) {
@@ -192,14 +195,15 @@ std::string FindNpcProgram() {
 // ---- generate -----------------------------------------------------------------
 
 Result<GenerateOutcome> Generate(const ToolContext& ctx, const ToolOptions& options) {
+  // A local cache: edges name the entries' files, and the compiler directory
+  // (which must exist) is the generator edge's input. A remote store (S3):
+  // edges write local stamp files, and `npc compile` regenerates each run.
   auto compiler_dir_local = ctx.store->LocalPath(ctx.compiler_dir);
-  if (!compiler_dir_local) {
-    return MakeError("build.ninja needs a cache on the local file system; " + ctx.cache_url + " is not");
-  }
   std::error_code ec;
-  // The compiler directory is the generator edge's input: it must exist.
-  fs::create_directories(*compiler_dir_local, ec);
-  if (ec) return MakeError("cannot create " + *compiler_dir_local + ": " + ec.message());
+  if (compiler_dir_local) {
+    fs::create_directories(*compiler_dir_local, ec);
+    if (ec) return MakeError("cannot create " + *compiler_dir_local + ": " + ec.message());
+  }
   fs::create_directories(ctx.build_dir, ec);
   if (ec) return MakeError("cannot create the build directory " + ctx.build_dir + ": " + ec.message());
 
@@ -219,7 +223,8 @@ Result<GenerateOutcome> Generate(const ToolContext& ctx, const ToolOptions& opti
   NinjaFileSpec spec;
   spec.npc_program = FindNpcProgram();
   if (spec.npc_program.empty()) return MakeError("cannot find the `npc` executable (next to this program or in PATH)");
-  spec.compiler_dir_path = *compiler_dir_local;
+  spec.compiler_dir_path = compiler_dir_local ? *compiler_dir_local : "";
+  spec.stamp_outputs = !compiler_dir_local;
   spec.pool_depth = out.pool_depth;
   std::vector<std::string> common = {"--cache", ctx.cache_url, "--build_dir", ctx.build_dir, "--backend",
                                      ctx.compiler->backend()};
@@ -240,11 +245,15 @@ Result<GenerateOutcome> Generate(const ToolContext& ctx, const ToolOptions& opti
   for (const auto& e : out.plan.to_compile) {
     if (e.hlo_file.empty()) continue;  // a locked entry still being written
     NinjaCompileEdge edge;
-    edge.output = StorePath(*ctx.store, e.ref.file(cache::kDoneFile));
-    edge.inputs.push_back(StorePath(*ctx.store, e.ref.file(e.hlo_file)));
-    auto flags = ctx.store->Exists(e.ref.file(cache::kFlagsFile));
-    if (!flags) return flags.error();
-    if (*flags) edge.inputs.push_back(StorePath(*ctx.store, e.ref.file(cache::kFlagsFile)));
+    if (compiler_dir_local) {
+      edge.output = StorePath(*ctx.store, e.ref.file(cache::kDoneFile));
+      edge.inputs.push_back(StorePath(*ctx.store, e.ref.file(e.hlo_file)));
+      auto flags = ctx.store->Exists(e.ref.file(cache::kFlagsFile));
+      if (!flags) return flags.error();
+      if (*flags) edge.inputs.push_back(StorePath(*ctx.store, e.ref.file(cache::kFlagsFile)));
+    } else {
+      edge.output = ctx.build_dir + "/stamps/" + e.ref.dir() + ".done";
+    }
     edge.entry = e.ref.dir();
     edge.graph_key = e.ref.graph_key;
     spec.edges.push_back(std::move(edge));
@@ -680,7 +689,15 @@ int RunCompileEntry(const ToolOptions& options) {
       RecordCompileMemory(build_dir, result->peak_rss_bytes);
     }
   }
-  if (record.ok) return 0;
+  if (record.ok) {
+    if (!options.stamp.empty()) {
+      // The build edge's output for a remote store (see NinjaFileSpec::stamp_outputs).
+      std::error_code ec;
+      fs::create_directories(fs::path(options.stamp).parent_path(), ec);
+      if (auto st = WriteFileAtomic(options.stamp, ""); !st) return fail(st.error().message);
+    }
+    return 0;
+  }
 
   std::ostringstream msg;
   msg << "npc: " << record.status << ": " << ref->dir();

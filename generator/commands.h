@@ -31,7 +31,9 @@ struct ToolContext {
 Result<ToolContext> OpenToolContext(const ToolOptions& options);
 
 // The default build directory: <cache root>/<compiler dir>/.npc-build for a
-// local cache; ./.npc-build/<compiler dir> otherwise.
+// local cache; for a remote one (S3) <local copy root>/.npc-build/<compiler
+// dir>, the local copy root being cache::DefaultLocalCopyRoot(url)
+// ($NPC_LOCAL_CACHE_DIR, else ~/.cache/npc/<url>).
 std::string DefaultBuildDir(const ToolContext& context);
 
 // Where the `npc` executable is: next to this executable, else in PATH.

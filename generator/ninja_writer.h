@@ -11,7 +11,8 @@
 //   rule npc_generate   (generator = 1): re-scans the cache, rewrites build.ninja
 //   rule npc_compile    (pool compile_pool, restat = 1): `npc compile-entry ...`
 //   build build.ninja: npc_generate <compiler dir>     (a directory's mtime changes
-//                                                      when an entry is added)
+//                                                      when an entry is added; no
+//                                                      input for a remote store)
 //   build <entry>/model.done: npc_compile <entry>/<hlo file> <entry>/compile_flags.json
 //     entry = <compiler dir>/MODULE_<key>+<hash>
 //     key = <graph key>
@@ -37,8 +38,8 @@ Result<std::string> NinjaEscapePath(std::string_view path);
 Result<std::string> NinjaEscapeValue(std::string_view text);
 
 struct NinjaCompileEdge {
-  std::string output;               // absolute path of the entry's model.done
-  std::vector<std::string> inputs;  // absolute paths: the HLO file, compile_flags.json
+  std::string output;               // absolute path of the entry's model.done (or its stamp file, see below)
+  std::vector<std::string> inputs;  // absolute paths: the HLO file, compile_flags.json (none for a remote store)
   std::string entry;                // entry directory relative to the cache root
   std::string graph_key;            // for the description "NPC <graph key>"
 };
@@ -50,7 +51,12 @@ struct NinjaFileSpec {
   std::vector<std::string> compile_args;
   // Arguments after "<npc> generate" that rewrite this file.
   std::vector<std::string> generate_args;
-  std::string compiler_dir_path;              // absolute path of <cache root>/<compiler dir> (generator input)
+  std::string compiler_dir_path;              // absolute path of <cache root>/<compiler dir> (generator input);
+                                              // empty for a remote store (S3): no generator input
+  // Remote stores: the cache's files are not local paths, so each edge's
+  // output is a local stamp file (<build dir>/stamps/<entry>.done) that
+  // `compile-entry --stamp $out` writes after the entry is DONE.
+  bool stamp_outputs = false;
   int pool_depth = 1;                         // depth of compile_pool (>= 1)
   std::vector<NinjaCompileEdge> edges;        // in the order to write (costliest first)
 };

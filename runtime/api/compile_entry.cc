@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cache/read_through.h"
 #include "npc/compiler.h"
 
 namespace npc {
@@ -63,6 +64,11 @@ std::string FailureLog(const CompileOutcome& outcome, int attempts) {
 
 }  // namespace
 
+std::string KeptArtifactPath(const std::string& store_url, const cache::EntryRef& entry,
+                             const std::string& artifact_name) {
+  return cache::DefaultLocalCopyRoot(store_url) + "/" + entry.dir() + "/" + artifact_name + ".not-uploaded";
+}
+
 Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler, const cache::EntryRef& entry,
                                         const EntryCompileOptions& options) {
   const std::string artifact = compiler.ArtifactName();
@@ -102,7 +108,7 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
       result.status = Outcome::kLocked;
       return result;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(store.LocalPath("") ? 100 : 1000));
   }
 
   // Re-check under the lock: another process may have finished it meanwhile.
@@ -128,6 +134,21 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
       }
     }
   }
+  // An artifact compiled by an earlier run that could not upload it: upload it now.
+  const std::string kept = local_entry ? "" : KeptArtifactPath(store.url(), entry, artifact);
+  if (!kept.empty() && fs::exists(kept)) {
+    if (auto st = store.PutFileAtomic(entry.file(artifact), kept); !st) {
+      return MakeError(st.error().message + " (the artifact compiled earlier is still kept at " + kept + ")");
+    }
+    if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), ""); !st) return st.error();
+    if (auto st = store.Remove(entry.file(cache::kLogFile)); !st) return st.error();
+    std::error_code ec;
+    fs::remove(kept, ec);
+    result.status = Outcome::kCompiled;
+    result.uploaded_kept_artifact = true;
+    return result;
+  }
+
   WorkDir work;
   if (auto st = work.Create(local_entry ? *local_entry : fs::temp_directory_path().string()); !st) return st.error();
 
@@ -175,7 +196,17 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
 
   if (outcome.ok) {
     // Commit: artifact, then model.done; an old failure log goes last.
-    if (auto st = store.PutFileAtomic(entry.file(artifact), job.artifact_path); !st) return st.error();
+    if (auto st = store.PutFileAtomic(entry.file(artifact), job.artifact_path); !st) {
+      if (kept.empty()) return st.error();
+      // The store is unreachable: keep the work for the next run.
+      std::error_code ec;
+      fs::create_directories(fs::path(kept).parent_path(), ec);
+      fs::copy_file(job.artifact_path, kept + ".tmp", fs::copy_options::overwrite_existing, ec);
+      if (!ec) fs::rename(kept + ".tmp", kept, ec);
+      if (ec) return MakeError(st.error().message + " (and the artifact could not be kept locally: " + ec.message() + ")");
+      return MakeError("compiled, but not uploaded: " + st.error().message + "; the artifact is kept at " + kept +
+                       " and the next compile of this entry uploads it");
+    }
     if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), ""); !st) return st.error();
     if (auto st = store.Remove(entry.file(cache::kLogFile)); !st) return st.error();
     result.status = Outcome::kCompiled;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "cache/read_through.h"
 #include "host/host_backend.h"
 #include "npc/hlo.h"
 #include "npc/log.h"
@@ -170,12 +171,13 @@ Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleP
   };
   auto load = [&]() -> Result<std::shared_ptr<Executable>> {
     const std::string artifact = entry.file(compiler_->ArtifactName());
-    std::optional<std::string> path = store_->LocalPath(artifact);
-    if (!path) return MakeError("cannot load " + store_->url() + "/" + artifact + ": the store has no local copy");
     if (compiler_->backend() != "host") {
-      return MakeError("cannot run " + *path + ": running a " + compiler_->backend() +
-                       " artifact needs its device runtime; npc runs host-backend artifacts only");
+      return MakeError("cannot run " + entry_path + "/" + compiler_->ArtifactName() + ": running a " +
+                       compiler_->backend() + " artifact needs its device runtime; npc runs host-backend artifacts only");
     }
+    // The store's own file, or (S3) a local read-through copy fetched once.
+    auto path = cache::LocalCopy(*store_, artifact, cache::DefaultLocalCopyRoot(store_->url()));
+    if (!path) return path.error();
     auto exe = host::HostExecutable::Load(*path);
     if (!exe) return exe.error();
     return std::shared_ptr<Executable>(new HostArtifactExecutable(std::move(*exe)));

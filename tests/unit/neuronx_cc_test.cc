@@ -101,7 +101,9 @@ TEST(NeuronxCc, MissingCompilerIsAClearError) {
   auto name = (*compiler)->CacheDirectoryName();
   ASSERT_FALSE(name.ok());
   EXPECT_NE(name.error().message.find("/nonexistent/neuronx-cc"), std::string::npos);
-  EXPECT_FALSE(MakeCompiler(CompilerOptions{"tpu-magic"}).ok());
+  CompilerOptions unknown;
+  unknown.backend = "tpu-magic";
+  EXPECT_FALSE(MakeCompiler(unknown).ok());
 }
 
 }  // namespace

@@ -94,14 +94,28 @@ struct EntryCompileResult {
   double compile_seconds = 0;          // total compile wall time of all attempts
   int64_t peak_rss_bytes = 0;
   std::string log;                     // model.log text on failure
+  bool uploaded_kept_artifact = false;  // kCompiled without compiling: an artifact kept by an earlier run was uploaded
 };
 std::string_view EntryCompileStatusName(EntryCompileResult::Status status);
+
+// Where CompileEntry keeps a compiled artifact that it could not upload to the
+// remote store `store_url`: <cache::DefaultLocalCopyRoot(store_url)>/<entry
+// dir>/<artifact name>.not-uploaded.
+std::string KeptArtifactPath(const std::string& store_url, const cache::EntryRef& entry,
+                             const std::string& artifact_name);
 
 // Locks the entry, re-checks its state, compiles with up to 1 + max_retries
 // attempts in a private work directory inside the entry, moves the artifact
 // in atomically and then writes model.done; on failure writes model.log
 // (command, exit status, compiler output) and removes nothing else. A kill at
 // any point leaves no artifact or model.done visible and no lock blocking.
+// Remote stores (S3): the compile runs in a local temporary directory; when
+// the upload of the artifact fails (store unreachable), the artifact is kept
+// at KeptArtifactPath and the error says so; the next CompileEntry of that
+// entry uploads the kept artifact instead of compiling again (the entry's
+// name is a digest of its HLO, flags and compiler, so the artifact is the
+// one it would compile). Waiting for another process's lock polls every
+// 0.1 s on a local store, every second on a remote one.
 // Errors: store I/O failures (not compile failures, which are results).
 Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler, const cache::EntryRef& entry,
                                         const EntryCompileOptions& options);
