@@ -55,8 +55,8 @@ std::string FindInPath(const std::string& program) {
   std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin");
   std::string dir;
   while (std::getline(ss, dir, ':')) {
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + program;
+    // An empty PATH element means the current directory.
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
     struct stat st;
     if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) {
       return candidate;
