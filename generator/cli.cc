@@ -9,6 +9,7 @@
 #include "generator/commands.h"
 #include "generator/explain.h"
 #include "generator/manifest.h"  // manifest, verify, import; --manifest, --offline
+#include "generator/prune.h"
 #include "npc/log.h"
 
 namespace npc::tool {
@@ -148,6 +149,7 @@ constexpr const char* kNpcUsage =
     "  clear-locks          remove lock files no live process holds\n"
     "  compile-entry        compile one entry (the command of a build edge)\n"
     "  import <files...>    put HLO files (or folders of them) into the cache as entries to compile\n"
+    "  prune --max_size S --max_age D  evict least recently used entries beyond a size / age (local caches)\n"
     "  explain <files...>   why an HLO file (or entry directory) is or is not a cache hit: the flags,\n"
     "                       compiler directory or instructions that differ from the nearest entry\n"
     "  manifest --manifest F  write the manifest (lock file) of the cache's entries: keys, flags, SHA-256 digests\n"
@@ -175,7 +177,8 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
   }
   static const std::vector<std::string> kVerbs = {"collect", "compile", "all",         "generate",
                                                   "scan",    "clean",   "clear-locks", "compile-entry",
-                                                  "import",  "manifest", "verify",      "explain"};
+                                                  "import",  "manifest", "verify",      "explain",
+                                                  "prune"};
   if (std::find(kVerbs.begin(), kVerbs.end(), verb) == kVerbs.end()) {
     return UsageError("npc: unknown command '" + verb + "'\n\n" + kNpcUsage);
   }
@@ -191,6 +194,11 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
     app.add_option("--entry", o.entry, "Entry directory relative to the cache root: <compiler dir>/MODULE_<key>+<hash>")
         ->required();
     app.add_option("--stamp", o.stamp, "A local file to write once the entry is DONE (the build edge's output for S3)");
+  }
+  if (verb == "prune") {
+    app.add_option("--max_size", o.prune_max_size, "Size limit of the cache, e.g. 500M, 20G (binary units)");
+    app.add_option("--max_age", o.prune_max_age, "Remove entries not used for longer than this, e.g. 12h, 30d");
+    app.add_flag("--dry_run", o.prune_dry_run, "Only print what would be removed");
   }
   AddManifestOptions(app, verb, o);  // --manifest, --offline, --scratch_dir; manifest/verify/import options
   auto parsed = ParseWith(app, o, argv, 2);
@@ -221,6 +229,7 @@ int RunTool(const ToolOptions& options) {
   if (v == "clear-locks") return RunClearLocks(options);
   if (v == "compile-entry") return RunCompileEntry(options);
   if (v == "explain") return RunExplain(options, options.command);
+  if (v == "prune") return RunPrune(options);
   std::cerr << "npc: unknown command '" << v << "'\n";
   return 2;
 }

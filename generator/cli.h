@@ -38,6 +38,9 @@ struct ToolOptions {
   bool offline = false;                // --offline: refuse network caches (with --manifest)
   std::string scratch_dir;             // verify --scratch_dir
   bool keep_going = false;             // import --keep_going: import what reads, report the rest
+  std::string prune_max_size;          // prune --max_size (e.g. "20G")
+  std::string prune_max_age;           // prune --max_age (e.g. "30d")
+  bool prune_dry_run = false;          // prune --dry_run
 };
 
 // What parsing decided: run `options`, or exit now with `exit_status` after
