@@ -392,6 +392,18 @@ class ModuleCodegen {
 
   Result<std::string> Generate();
 
+  // Check mode (UnsupportedOpcodes): an instruction that cannot be compiled
+  // is recorded in `failures` (opcode, or "custom-call:<target>" -> the first
+  // message) and stands in as an opaque value of its shape, so that every
+  // failing instruction of the module is seen, not only the first.
+  void CollectFailuresInto(std::map<std::string, std::string>* failures) { failures_ = failures; }
+  bool collecting() const { return failures_ != nullptr; }
+  void RecordFailure(const Inst& inst, const std::string& message) {
+    std::string key = inst.opcode();
+    if (key == "custom-call") key += ":" + inst.custom_call_target();
+    failures_->emplace(key, message);
+  }
+
   // The C++ name of computation `id` compiled in `mode`; queues it. `user`
   // and `user_comp` name the calling instruction in errors.
   Result<std::string> RequireFunction(int64_t id, Mode mode, const Inst& user, const Comp& user_comp);
@@ -413,6 +425,7 @@ class ModuleCodegen {
   std::set<std::pair<int, Mode>> requested_;
   std::vector<std::pair<int, Mode>> queue_;
   std::map<std::pair<int, Mode>, std::string> definitions_;
+  std::map<std::string, std::string>* failures_ = nullptr;
 };
 
 Result<const Signature*> ModuleCodegen::GetSignature(int index) {
@@ -632,17 +645,27 @@ Status FunctionEmitter::EmitBody(Writer& w) {
   }
   for (const Inst* inst : order) {
     if (inst->opcode() == "parameter") continue;
-    for (const auto* s : Leaves(inst->shape())) {
-      if (!LookupElementType(s->element_type())) {
-        return Fail(*inst, "unsupported element type '" + PrimitiveTypeName(s->element_type()) + "'");
-      }
-      if (scalar() && s->dimensions_size() != 0) {
-        return Fail(*inst, "a computation applied per element (reduce/map function) must be scalar, but this "
-                           "instruction has shape " + hlo::ShapeToString(inst->shape()));
-      }
-    }
     Writer iw(1);
-    if (auto st = EmitInstruction(iw, *inst); !st) return st;
+    Status st = [&]() -> Status {
+      for (const auto* s : Leaves(inst->shape())) {
+        if (!LookupElementType(s->element_type())) {
+          return Fail(*inst, "unsupported element type '" + PrimitiveTypeName(s->element_type()) + "'");
+        }
+        if (scalar() && s->dimensions_size() != 0) {
+          return Fail(*inst, "a computation applied per element (reduce/map function) must be scalar, but this "
+                             "instruction has shape " + hlo::ShapeToString(inst->shape()));
+        }
+      }
+      return EmitInstruction(iw, *inst);
+    }();
+    if (!st) {
+      if (!module_->collecting()) return st;
+      module_->RecordFailure(*inst, st.error().message);
+      Value opaque;  // stands in for the value, so that its users are checked too
+      for (const auto* leaf : Leaves(inst->shape())) opaque.push_back({"unavailable", leaf->element_type(), Dims(*leaf)});
+      values_[inst->id()] = std::move(opaque);
+      continue;
+    }
     chunks.push_back(iw.text());
     std::vector<std::string> reads;
     for (int64_t op : inst->operand_ids()) {
@@ -2015,6 +2038,33 @@ Result<std::string> GenerateCpp(const xla::HloModuleProto& module) {
   if (module.computations_size() == 0) return MakeError("host backend: module " + module.name() + " has no computations");
   ModuleCodegen codegen(module);
   return codegen.Generate();
+}
+
+std::map<std::string, std::string> UnsupportedOpcodes(const xla::HloModuleProto& module) {
+  std::map<std::string, std::string> failures;
+  if (module.computations_size() == 0) {
+    failures.emplace("", "host backend: module " + module.name() + " has no computations");
+    return failures;
+  }
+  ModuleCodegen codegen(module);
+  codegen.CollectFailuresInto(&failures);
+  auto generated = codegen.Generate();
+  // A failure outside any instruction (e.g. a malformed computation signature).
+  if (!generated && failures.empty()) failures.emplace("", generated.error().message);
+  return failures;
+}
+
+std::vector<std::string> SupportedOpcodes() {
+  std::vector<std::string> out = {"parameter", "constant", "iota", "broadcast", "reshape", "copy", "transpose",
+                                  "slice", "dynamic-slice", "dynamic-update-slice", "concatenate", "pad", "reverse",
+                                  "dot", "gather", "scatter", "reduce", "map", "call", "fusion", "tuple",
+                                  "get-tuple-element", "opt-barrier", "optimization-barrier",
+                                  "custom-call:AwsNeuronTransferWithStaticRing"};
+  for (const auto& e : kElementwiseOps) out.push_back(e.opcode);
+  for (const char* op : {"compare", "convert", "bitcast-convert", "select", "is-finite", "not"}) out.push_back(op);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace npc::host

@@ -57,6 +57,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -112,6 +113,19 @@ inline constexpr int kAbiVersion = 1;
 // Messages look like
 //   host backend: unsupported opcode 'cholesky' (instruction %cholesky.3 in computation main)
 Result<std::string> GenerateCpp(const xla::HloModuleProto& module);
+
+// Opcodes of `module` the host backend cannot compile, each with the message
+// of its first failing instruction; custom-calls are keyed
+// "custom-call:<target>", and a failure outside any instruction (a malformed
+// computation) is keyed "". Every instruction reachable from the entry is
+// checked (an instruction that fails stands in as an opaque value for its
+// users). Empty when GenerateCpp accepts the module.
+std::map<std::string, std::string> UnsupportedOpcodes(const xla::HloModuleProto& module);
+
+// Every opcode the host backend compiles (and "custom-call:<target>" for the
+// custom-calls it knows), sorted. Some have restrictions (see above), which
+// UnsupportedOpcodes reports per module.
+std::vector<std::string> SupportedOpcodes();
 
 // Compiles the C++ file `source_path` into the shared object `output_path`:
 //   <cxx> -std=c++17 -O2 -shared -fPIC -ffile-prefix-map=<dir>=. -frandom-seed=npc

@@ -3,6 +3,7 @@
 // hand. Several ops share one module to keep the number of compiles small.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -550,6 +551,42 @@ TEST_F(HostCodegenTest, SixteenBitFloats) {
   EXPECT_EQ(Values<uint16_t>(out[3]), (std::vector<uint16_t>{0x4020, 0x4090})) << "y + 1.5 = 2.5, 4.5";
   EXPECT_EQ(Values<uint16_t>(out[4]), (std::vector<uint16_t>{0x40c0})) << "dot = 6";
   EXPECT_EQ(Values<uint16_t>(out[5]), (std::vector<uint16_t>{0x4080})) << "sum = 4";
+}
+
+// UnsupportedOpcodes checks every instruction, not only the first failing one.
+TEST(HostUnsupportedOpcodes, ListsEveryUnsupportedOpcodeWithItsInstruction) {
+  HloBuilder b("mixed");
+  Op x = b.Parameter(0, xla::F32, {4, 4}, "x");
+  xla::HloInstructionProto chol;
+  chol.set_opcode("cholesky");
+  Op c = b.AddInstruction(chol, {x}, HloBuilder::ArrayShape(xla::F32, {4, 4}));
+  xla::HloInstructionProto gelu;
+  gelu.set_opcode("custom-call");
+  gelu.set_custom_call_target("NotARealTarget");
+  Op g = b.AddInstruction(gelu, {b.Add(c, x)}, HloBuilder::ArrayShape(xla::F32, {4, 4}));
+  xla::HloModuleProto m = b.Build(b.Unary("tanh", g));
+
+  auto failures = host::UnsupportedOpcodes(m);
+  ASSERT_EQ(failures.size(), 2u);
+  ASSERT_TRUE(failures.count("cholesky"));
+  EXPECT_NE(failures["cholesky"].find("unsupported opcode 'cholesky'"), std::string::npos) << failures["cholesky"];
+  ASSERT_TRUE(failures.count("custom-call:NotARealTarget"));
+  EXPECT_NE(failures["custom-call:NotARealTarget"].find("NotARealTarget"), std::string::npos);
+  EXPECT_FALSE(host::GenerateCpp(m).ok());
+}
+
+TEST(HostUnsupportedOpcodes, EmptyForACompilableModuleAndListsAreConsistent) {
+  HloBuilder b("fine");
+  Op x = b.Parameter(0, xla::F32, {3}, "x");
+  xla::HloModuleProto m = b.Build(b.Unary("tanh", b.Add(x, x)));
+  EXPECT_TRUE(host::UnsupportedOpcodes(m).empty());
+  ASSERT_TRUE(host::GenerateCpp(m).ok());
+  auto supported = host::SupportedOpcodes();
+  EXPECT_TRUE(std::is_sorted(supported.begin(), supported.end()));
+  for (const char* op : {"add", "dot", "reduce", "gather", "tanh", "custom-call:AwsNeuronTransferWithStaticRing"}) {
+    EXPECT_TRUE(std::binary_search(supported.begin(), supported.end(), std::string(op))) << op;
+  }
+  EXPECT_FALSE(std::binary_search(supported.begin(), supported.end(), std::string("cholesky")));
 }
 
 }  // namespace
