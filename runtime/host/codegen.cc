@@ -737,8 +737,9 @@ void FunctionEmitter::FinishArray(Writer& w, const Leaf& leaf) {
 Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
   const std::string& op = inst.opcode();
   const bool tuple_shape = inst.shape().element_type() == xla::TUPLE;
+  const bool collective = op == "all-reduce" || op == "all-gather" || op == "reduce-scatter";
   if (tuple_shape && op != "tuple" && op != "get-tuple-element" && op != "call" && op != "fusion" &&
-      op != "reduce" && op != "opt-barrier" && op != "optimization-barrier" &&
+      op != "reduce" && op != "opt-barrier" && op != "optimization-barrier" && !collective &&
       !(op == "custom-call" && inst.custom_call_target() == "AwsNeuronTransferWithStaticRing")) {
     if (op == "constant" || op == "copy") return Fail(inst, "tuple-shaped " + op + " is not supported");
     return Unsupported(inst);
@@ -798,6 +799,32 @@ Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
         return Fail(inst, "AwsNeuronTransferWithStaticRing changes the shape");
       }
       v.push_back(src[i]);
+    }
+    values_[inst.id()] = std::move(v);
+    return {};
+  }
+  if (collective) {
+    // The host backend runs one replica: a collective whose every replica
+    // group has at most one member (or that names no groups: all replicas,
+    // which is this one) is the identity on each operand.
+    for (const auto& group : inst.replica_groups()) {
+      if (group.replica_ids_size() > 1) {
+        return Fail(inst, op + " over a replica group of " + std::to_string(group.replica_ids_size()) +
+                              " participants: the host backend runs one replica");
+      }
+    }
+    Value v;
+    for (int i = 0; i < inst.operand_ids_size(); ++i) {
+      for (const auto& leaf : Operand(inst, i)) v.push_back(leaf);
+    }
+    auto leaves = Leaves(inst.shape());
+    bool same = leaves.size() == v.size();
+    for (size_t i = 0; same && i < leaves.size(); ++i) {
+      same = v[i].type == leaves[i]->element_type() && v[i].dims == Dims(*leaves[i]);
+    }
+    if (!same) {
+      return Fail(inst, op + " from " + std::to_string(v.size()) + " operands to " + hlo::ShapeToString(inst.shape()) +
+                            " needs more than one participant: the host backend runs one replica");
     }
     values_[inst.id()] = std::move(v);
     return {};
@@ -2058,7 +2085,8 @@ std::vector<std::string> SupportedOpcodes() {
   std::vector<std::string> out = {"parameter", "constant", "iota", "broadcast", "reshape", "copy", "transpose",
                                   "slice", "dynamic-slice", "dynamic-update-slice", "concatenate", "pad", "reverse",
                                   "dot", "gather", "scatter", "reduce", "map", "call", "fusion", "tuple",
-                                  "get-tuple-element", "opt-barrier", "optimization-barrier",
+                                  "get-tuple-element", "opt-barrier", "optimization-barrier", "all-reduce",
+                                  "all-gather", "reduce-scatter",
                                   "custom-call:AwsNeuronTransferWithStaticRing"};
   for (const auto& e : kElementwiseOps) out.push_back(e.opcode);
   for (const char* op : {"compare", "convert", "bitcast-convert", "select", "is-finite", "not"}) out.push_back(op);

@@ -25,9 +25,13 @@
 //   round-nearest-even exponential exponential-minus-one log log-plus-one
 //   logistic sqrt rsqrt cbrt sine cosine tan tanh erf is-finite popcnt
 //   count-leading-zeros; custom-call AwsNeuronTransferWithStaticRing (a
-//   torch-neuronx transfer hint on weights) is the identity.
+//   torch-neuronx transfer hint on weights) is the identity; all-reduce,
+//   all-gather and reduce-scatter with one participant are the identity on
+//   each operand (the host backend runs a single replica: every replica group
+//   must have at most one member, and no groups means all replicas, i.e. this
+//   one; a collective with more participants fails the compile, naming them).
 // Anything else (other custom-calls, while, conditional, sort, reduce-window,
-// collectives, rng, ...) makes GenerateCpp fail with an Error naming the
+// collectives over several replicas, rng, ...) makes GenerateCpp fail with an Error naming the
 // opcode, the instruction and the computation. Only instructions reachable
 // from a computation's root are compiled (dead code is ignored).
 //
@@ -70,7 +74,7 @@ namespace npc::host {
 
 // Version of the generated code; part of the host compiler's identity in the
 // cache. Bump when GenerateCpp's output for some module changes.
-inline constexpr int kCodegenVersion = 1;
+inline constexpr int kCodegenVersion = 2;
 
 // Version of the artifact ABI below; npc_host_abi_version() returns it.
 inline constexpr int kAbiVersion = 1;

@@ -1154,6 +1154,16 @@ Result<Value> Evaluator::Evaluate(const HloInstructionProto& inst, const Operand
     if (ops.size() != 1) return MakeError("AwsNeuronTransferWithStaticRing needs one operand");
     return *ops[0];
   }
+  if (op == "all-reduce" || op == "all-gather" || op == "reduce-scatter") {
+    // One replica: each operand unchanged (replica groups of one member, or none).
+    for (const auto& group : inst.replica_groups()) {
+      if (group.replica_ids_size() > 1) return MakeError(op + " with more than one participant");
+    }
+    if (ops.size() == 1 && inst.shape().element_type() != xla::TUPLE) return *ops[0];
+    std::vector<Value> elements;
+    for (const Value* v : ops) elements.push_back(*v);
+    return MakeTuple(std::move(elements));
+  }
   if (op == "custom-call") {
     return MakeError("unsupported opcode 'custom-call' (target '" + inst.custom_call_target() +
                      "')");

@@ -553,6 +553,42 @@ TEST_F(HostCodegenTest, SixteenBitFloats) {
   EXPECT_EQ(Values<uint16_t>(out[5]), (std::vector<uint16_t>{0x4080})) << "sum = 4";
 }
 
+// One replica: all-reduce (variadic, tuple-shaped) and all-gather are identities;
+// a replica group of two is refused.
+TEST_F(HostCodegenTest, SingleReplicaCollectivesAreIdentities) {
+  HloBuilder b("collectives");
+  Op x = b.Parameter(0, xla::F32, {2, 2}, "x");
+  Op s = b.Parameter(1, xla::F32, {}, "s");
+  xla::HloInstructionProto ar;
+  ar.set_opcode("all-reduce");
+  // No replica groups: all replicas, which is this one.
+  Op reduced = b.AddInstruction(ar, {x, s},
+                                HloBuilder::TupleShape({HloBuilder::ArrayShape(xla::F32, {2, 2}),
+                                                        HloBuilder::ArrayShape(xla::F32, {})}));
+  xla::HloInstructionProto ag;
+  ag.set_opcode("all-gather");
+  ag.add_dimensions(0);
+  ag.add_replica_groups()->add_replica_ids(0);
+  Op gathered = b.AddInstruction(ag, {b.GetTupleElement(reduced, 0)}, HloBuilder::ArrayShape(xla::F32, {2, 2}));
+  xla::HloModuleProto m = b.Build(b.Tuple({gathered, b.GetTupleElement(reduced, 1)}));
+  auto out = CompileAndRun(m, {F32({2, 2}, {1, 2, 3, 4}), F32({}, {5})});
+  ASSERT_EQ(out.size(), 2u);
+  ExpectFloats(out[0], {1, 2, 3, 4});
+  ExpectFloats(out[1], {5});
+
+  HloBuilder b2("two_replicas");
+  Op y = b2.Parameter(0, xla::F32, {2}, "y");
+  xla::HloInstructionProto ar2;
+  ar2.set_opcode("all-reduce");
+  auto* group = ar2.add_replica_groups();
+  group->add_replica_ids(0);
+  group->add_replica_ids(1);
+  xla::HloModuleProto m2 = b2.Build(b2.AddInstruction(ar2, {y}, HloBuilder::ArrayShape(xla::F32, {2})));
+  auto failed = host::GenerateCpp(m2);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().message.find("2 participants"), std::string::npos) << failed.error().message;
+}
+
 // UnsupportedOpcodes checks every instruction, not only the first failing one.
 TEST(HostUnsupportedOpcodes, ListsEveryUnsupportedOpcodeWithItsInstruction) {
   HloBuilder b("mixed");
