@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "generator/analyze.h"
 #include "generator/commands.h"
 #include "generator/explain.h"
 #include "generator/manifest.h"  // manifest, verify, import; --manifest, --offline
@@ -46,7 +47,9 @@ void AddCommonOptions(CLI::App& app, ToolOptions& o) {
                  "else /var/tmp/neuron-compile-cache)");
   app.add_option("--build_dir", o.build_dir,
                  "Where build.ninja, per-entry results and ninja's logs go "
-                 "(default: <cache root>/<compiler dir>/.npc-build)");
+                 "(default: <cache root>/<compiler dir>/.npc-build; for an s3:// cache "
+                 "<local copy dir>/.npc-build/<compiler dir>, the local copy dir being $NPC_LOCAL_CACHE_DIR, "
+                 "else ~/.cache/npc/<cache URL>)");
   app.add_option("--backend", o.backend, "Compiler backend (default: NPC_BACKEND, else host)")
       ->check(CLI::IsMember({"host", "neuronx-cc", "neuron"}));
   app.add_option("--compiler", o.compiler,
@@ -98,6 +101,9 @@ ParsedCommandLine UsageError(const std::string& message) {
 }
 
 bool TakesCommand(const std::string& verb) { return verb == "collect" || verb == "all"; }
+// Verbs whose trailing words are files (or, for neuron_parallel_compile
+// --command analyze, a training command), not forbidden extra arguments.
+bool TakesFiles(const std::string& verb) { return verb == "import" || verb == "explain" || verb == "analyze"; }
 
 }  // namespace
 
@@ -113,13 +119,23 @@ ParsedCommandLine ParseNeuronParallelCompileArgs(const std::vector<std::string>&
   app.add_option("--command", command,
                  "all (default; also collect-and-compile): run the trial, then compile; collect: trial only; "
                  "compile: compile what the cache holds; clean: remove this compiler's entries; clear-locks: remove "
-                 "stale lock files; scan: list entries and states")
-      ->check(CLI::IsMember({"all", "collect-and-compile", "collect", "compile", "clean", "clear-locks", "scan"}));
+                 "stale lock files; scan: list entries and states; analyze: run the trial, then report the ops of its "
+                 "graphs and which the backend does not support (result.json in --analyze-output)")
+      ->check(CLI::IsMember({"all", "collect-and-compile", "collect", "compile", "clean", "clear-locks", "scan",
+                             "analyze"}));
   AddCommonOptions(app, o);
   app.add_flag("--json", o.json, "scan: print JSON");
+  AddAnalyzeOptions(app, o);
   auto parsed = ParseWith(app, o, argv, 1);
   if (parsed.exit_now) return parsed;
   parsed.options.verb = command == "collect-and-compile" ? "all" : command;
+  if (command == "analyze") {
+    parsed.options.analyze_trial = true;
+    if (parsed.options.command.empty()) {
+      return UsageError("neuron_parallel_compile: --command analyze needs a training command");
+    }
+    return parsed;
+  }
   if (parsed.options.verb == "all" && parsed.options.command.empty()) {
     return UsageError("neuron_parallel_compile: no training command given\nusage: neuron_parallel_compile [options] "
                       "[--] <command...>\nRun with --help for the options.");
@@ -149,6 +165,9 @@ constexpr const char* kNpcUsage =
     "  clear-locks          remove lock files no live process holds\n"
     "  compile-entry        compile one entry (the command of a build edge)\n"
     "  import <files...>    put HLO files (or folders of them) into the cache as entries to compile\n"
+    "  analyze [files...]   the ops of HLO files / folders / caches (default: this backend's cache entries) and\n"
+    "                       which the backend does not support; summary on stdout, result.json in\n"
+    "                       --analyze-output (default ./model_analysis_result), --analyze-verbosity 1|2\n"
     "  prune --max_size S --max_age D  evict least recently used entries beyond a size / age (local caches)\n"
     "  explain <files...>   why an HLO file (or entry directory) is or is not a cache hit: the flags,\n"
     "                       compiler directory or instructions that differ from the nearest entry\n"
@@ -178,7 +197,7 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
   static const std::vector<std::string> kVerbs = {"collect", "compile", "all",         "generate",
                                                   "scan",    "clean",   "clear-locks", "compile-entry",
                                                   "import",  "manifest", "verify",      "explain",
-                                                  "prune"};
+                                                  "prune",   "analyze"};
   if (std::find(kVerbs.begin(), kVerbs.end(), verb) == kVerbs.end()) {
     return UsageError("npc: unknown command '" + verb + "'\n\n" + kNpcUsage);
   }
@@ -200,6 +219,7 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
     app.add_option("--max_age", o.prune_max_age, "Remove entries not used for longer than this, e.g. 12h, 30d");
     app.add_flag("--dry_run", o.prune_dry_run, "Only print what would be removed");
   }
+  if (verb == "analyze") AddAnalyzeOptions(app, o);
   AddManifestOptions(app, verb, o);  // --manifest, --offline, --scratch_dir; manifest/verify/import options
   auto parsed = ParseWith(app, o, argv, 2);
   if (parsed.exit_now) return parsed;
@@ -207,7 +227,7 @@ ParsedCommandLine ParseNpcArgs(const std::vector<std::string>& argv) {
   if (TakesCommand(verb) && parsed.options.command.empty()) {
     return UsageError("npc " + verb + ": no training command given (npc " + verb + " [options] -- <command...>)");
   }
-  if (!TakesCommand(verb) && verb != "import" && verb != "explain" && !parsed.options.command.empty()) {
+  if (!TakesCommand(verb) && !TakesFiles(verb) && !parsed.options.command.empty()) {
     return UsageError("npc " + verb + ": unexpected argument '" + parsed.options.command.front() + "'");
   }
   return parsed;
@@ -230,6 +250,7 @@ int RunTool(const ToolOptions& options) {
   if (v == "compile-entry") return RunCompileEntry(options);
   if (v == "explain") return RunExplain(options, options.command);
   if (v == "prune") return RunPrune(options);
+  if (v == "analyze") return RunAnalyze(options);
   std::cerr << "npc: unknown command '" << v << "'\n";
   return 2;
 }

@@ -1,9 +1,10 @@
 // Command-line front ends of the generator (DESIGN.md sections 1 and 3).
 //
 //   neuron_parallel_compile [options] [--] <training command...>
-//     --command all|collect-and-compile|collect|compile|clean|clear-locks|scan  (default all)
+//     --command all|collect-and-compile|collect|compile|clean|clear-locks|scan|analyze  (default all)
 //   npc <verb> [options] [--] [training command...]
-//     verbs: collect, compile, all, generate, scan, clean, clear-locks, compile-entry
+//     verbs: collect, compile, all, generate, scan, clean, clear-locks, compile-entry,
+//            import, explain, manifest, verify, prune, analyze (files, not a command)
 //
 // Option parsing stops at the first word that is not an option (or value of
 // one), or at "--": everything from there on is the training command, passed
@@ -22,7 +23,7 @@ namespace npc::tool {
 struct ToolOptions {
   std::string verb = "all";            // collect, compile, all, generate, scan, clean, clear-locks, compile-entry
   std::string cache_dir;               // --cache_dir / --cache; empty: NEURON_CC_FLAGS, NEURON_COMPILE_CACHE_URL, default
-  std::string build_dir;               // --build_dir; empty: <cache root>/<compiler dir>/.npc-build
+  std::string build_dir;               // --build_dir; empty: DefaultBuildDir (commands.h)
   std::string backend;                 // --backend; empty: NPC_BACKEND, else "host"
   std::string compiler;                // --compiler; empty: NPC_COMPILER, else the backend's default
   std::string compiler_dir;            // --compiler_dir; empty: asked from the compiler
@@ -41,6 +42,10 @@ struct ToolOptions {
   std::string prune_max_size;          // prune --max_size (e.g. "20G")
   std::string prune_max_age;           // prune --max_age (e.g. "30d")
   bool prune_dry_run = false;          // prune --dry_run
+  // Op analysis (generator/analyze.h).
+  std::string analyze_output = "model_analysis_result";  // --analyze-output: where result.json goes
+  int analyze_verbosity = 1;           // --analyze-verbosity 1|2
+  bool analyze_trial = false;          // neuron_parallel_compile --command analyze: command is a training command
 };
 
 // What parsing decided: run `options`, or exit now with `exit_status` after

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages npc needs to build and test, when missing.
+#   install-deps.sh           what the build needs
+#   install-deps.sh --tests   also what only the tests use: python3-torch (PyTorch for /usr/bin/python3,
+#                             the reference of tests/e2e/torch_compare_test.cc)
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config protobuf-compiler libprotobuf-dev nlohmann-json3-dev
           libgtest-dev libgmock-dev libcli11-dev libssl-dev zlib1g-dev libcurl4-openssl-dev)
+if [ "${1:-}" = "--tests" ]; then
+  packages+=(python3-torch)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
