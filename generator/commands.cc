@@ -180,6 +180,10 @@ Result<ToolContext> OpenToolContext(const ToolOptions& options) {
   return ctx;
 }
 
+std::string StampPath(const std::string& build_dir, const std::string& entry_dir) {
+  return build_dir + "/stamps/" + entry_dir + ".done";
+}
+
 std::string FindNpcProgram() {
   if (std::string env = Env("NPC_TOOL_PROGRAM"); !env.empty()) return env;
   std::error_code ec;
@@ -252,7 +256,10 @@ Result<GenerateOutcome> Generate(const ToolContext& ctx, const ToolOptions& opti
       if (!flags) return flags.error();
       if (*flags) edge.inputs.push_back(StorePath(*ctx.store, e.ref.file(cache::kFlagsFile)));
     } else {
-      edge.output = ctx.build_dir + "/stamps/" + e.ref.dir() + ".done";
+      edge.output = StampPath(ctx.build_dir, e.ref.dir());
+      // The entry is not DONE, so a stamp left by an earlier build (the entry
+      // was cleaned since) is stale: without this, ninja would skip the edge.
+      fs::remove(edge.output, ec);
     }
     edge.entry = e.ref.dir();
     edge.graph_key = e.ref.graph_key;
@@ -343,14 +350,28 @@ int RunCollect(const ToolOptions& options, bool then_generate) {
 
 namespace {
 
-SummaryItem ItemFromState(const ToolContext& ctx, const ScannedEntry& e, const std::string& hlo_path) {
+// The summary item of an entry without a result record from this run, from
+// its state in the cache. *store_error is set at the first failure to read
+// a state and then no further state is asked: when the store is unreachable,
+// every request would spend its retries.
+SummaryItem ItemFromState(const ToolContext& ctx, const ScannedEntry& e, const std::string& hlo_path,
+                          std::optional<std::string>* store_error) {
   SummaryItem item;
   item.hlo_path = hlo_path;
+  if (*store_error) {
+    item.detail = "not compiled; its state is unknown (" + **store_error + ")";
+    return item;
+  }
   auto state = cache::GetEntryState(*ctx.store, e.ref, ctx.compiler->ArtifactName());
-  if (state && *state == EntryState::kDone) {
+  if (!state) {
+    *store_error = state.error().message;
+    item.detail = "not compiled; its state is unknown (" + **store_error + ")";
+    return item;
+  }
+  if (*state == EntryState::kDone) {
     item.ok = true;
     item.detail = "already done";
-  } else if (state && *state == EntryState::kFailed) {
+  } else if (*state == EntryState::kFailed) {
     item.detail = "failed";
     item.log_path = StorePath(*ctx.store, e.ref.file(cache::kLogFile));
   } else {
@@ -405,6 +426,11 @@ int RunCompile(const ToolOptions& options) {
 
   CompileSummary summary;
   summary.start_time = start_time;
+  std::optional<std::string> store_error;
+  // Remote stores: compiled artifacts that could not be uploaded, kept locally
+  // (see KeptArtifactPath): entry directory -> local file.
+  std::vector<std::pair<std::string, std::string>> not_uploaded;
+  const bool remote = !ctx->store->LocalPath(ctx->compiler_dir).has_value();
   for (const auto& e : plan.to_compile) {
     std::string hlo_path = e.hlo_file.empty() ? StorePath(*ctx->store, e.ref.dir())
                                               : StorePath(*ctx->store, e.ref.file(e.hlo_file));
@@ -416,11 +442,16 @@ int RunCompile(const ToolOptions& options) {
       item.ok = record->ok;
       item.retry = record->retries;
       item.compile_time = record->compile_time;
-      item.detail = record->status;
+      item.detail = record->status + (record->message.empty() ? "" : ": " + record->message);
       if (!record->ok) item.log_path = record->log_path;
       summary.items.push_back(std::move(item));
     } else {
-      summary.items.push_back(ItemFromState(*ctx, e, hlo_path));
+      summary.items.push_back(ItemFromState(*ctx, e, hlo_path, &store_error));
+    }
+    if (remote) {
+      std::string kept = KeptArtifactPath(ctx->cache_url, e.ref, ctx->compiler->ArtifactName());
+      std::error_code ec;
+      if (!summary.items.back().ok && fs::exists(kept, ec)) not_uploaded.emplace_back(e.ref.dir(), kept);
     }
   }
   for (const auto& e : plan.cached_failures) {
@@ -445,6 +476,18 @@ int RunCompile(const ToolOptions& options) {
     if (item.ok) continue;
     log::Error(log::kParallelCompile, "Failed: " + item.hlo_path + " (" + item.detail + ")" +
                                           (item.log_path.empty() ? "" : "; compiler log: " + item.log_path));
+  }
+  for (const auto& [entry, kept] : not_uploaded) {
+    log::Error(log::kParallelCompile, "Not uploaded to " + ctx->cache_url + ": " + entry +
+                                          " (compiled; the artifact is kept at " + kept + ")");
+  }
+  if (!not_uploaded.empty()) {
+    log::Error(log::kParallelCompile,
+               std::to_string(not_uploaded.size()) + " compiled " +
+                   (not_uploaded.size() == 1 ? "artifact was" : "artifacts were") + " not uploaded to " +
+                   ctx->cache_url + " and " + (not_uploaded.size() == 1 ? "is" : "are") + " kept under " +
+                   cache::DefaultLocalCopyRoot(ctx->cache_url) +
+                   "; run the compile again once the store is reachable: it uploads them without recompiling");
   }
   if (Env("NEURON_PARALLEL_COMPILE_DUMP_RESULTS") == "1") {
     std::string path = AbsolutePath(std::string(kDumpResultsFile));
@@ -677,6 +720,9 @@ int RunCompileEntry(const ToolOptions& options) {
   record.compile_time = result->compile_seconds;
   record.peak_rss_bytes = result->peak_rss_bytes;
   record.end_time = EpochSeconds();
+  if (result->uploaded_kept_artifact) {
+    record.message = "uploaded the artifact that an earlier run compiled but could not upload";
+  }
   if (result->status == S::kFailed || result->status == S::kCachedFailure) {
     record.log_path = StorePath(**store, ref->file(cache::kLogFile));
   }

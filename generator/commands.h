@@ -36,6 +36,13 @@ Result<ToolContext> OpenToolContext(const ToolOptions& options);
 // ($NPC_LOCAL_CACHE_DIR, else ~/.cache/npc/<url>).
 std::string DefaultBuildDir(const ToolContext& context);
 
+// The build edge output of an entry of a remote store (S3), whose files are
+// not local paths: <build dir>/stamps/<entry dir>.done, written by
+// `compile-entry --stamp` once the entry is DONE. `npc generate` removes the
+// stamps of the entries it plans to compile, so a stamp never outlives the
+// cleaning of its entry.
+std::string StampPath(const std::string& build_dir, const std::string& entry_dir);
+
 // Where the `npc` executable is: next to this executable, else in PATH.
 std::string FindNpcProgram();
 

@@ -538,12 +538,8 @@ std::optional<ManifestBuild> GenerateFromManifest(const ToolOptions& options, co
                                           " (--backend " + manifest->backend + ")");
     return std::nullopt;
   }
-  auto local_dir = ctx->store->LocalPath(ctx->compiler_dir);
-  if (!local_dir) {
-    log::Error(log::kParallelCompile, "build.ninja needs a cache on the local file system; " + ctx->cache_url +
-                                          " is not");
-    return std::nullopt;
-  }
+  // A remote store (S3): edges write local stamp files (see StampPath).
+  const bool remote = !ctx->store->LocalPath(ctx->compiler_dir).has_value();
   if (auto st = CheckManifest(*ctx->store, *manifest, CheckManifestOptions{ctx->compiler_dir, false}); !st) {
     log::Error(log::kParallelCompile, st.error().message);
     return std::nullopt;
@@ -587,6 +583,7 @@ std::optional<ManifestBuild> GenerateFromManifest(const ToolOptions& options, co
   const std::string manifest_abs = AbsolutePath(mo.manifest_path);
   // build.ninja is rewritten when the manifest changes (not when the cache does).
   spec.compiler_dir_path = manifest_abs;
+  spec.stamp_outputs = remote;
   spec.pool_depth = out.pool_depth;
   std::vector<std::string> common = {"--cache", ctx->cache_url, "--build_dir", ctx->build_dir, "--backend",
                                      ctx->compiler->backend()};
@@ -615,9 +612,17 @@ std::optional<ManifestBuild> GenerateFromManifest(const ToolOptions& options, co
   for (const ManifestEntry* e : order) {
     const cache::EntryRef ref = e->ref();
     NinjaCompileEdge edge;
-    edge.output = StoreShownPath(*ctx->store, ref.file(cache::kDoneFile));
-    edge.inputs = {StoreShownPath(*ctx->store, ref.file(e->hlo_file)),
-                   StoreShownPath(*ctx->store, ref.file(cache::kFlagsFile))};
+    if (remote) {
+      // Each `generate`/`compile --manifest` re-checks every entry against the
+      // bucket (a DONE one costs a few requests): a stamp of an earlier build
+      // may name an entry that was cleaned since.
+      edge.output = StampPath(ctx->build_dir, ref.dir());
+      fs::remove(edge.output, ec);
+    } else {
+      edge.output = StoreShownPath(*ctx->store, ref.file(cache::kDoneFile));
+      edge.inputs = {StoreShownPath(*ctx->store, ref.file(e->hlo_file)),
+                     StoreShownPath(*ctx->store, ref.file(cache::kFlagsFile))};
+    }
     edge.entry = ref.dir();
     edge.graph_key = e->graph_key;
     spec.edges.push_back(std::move(edge));

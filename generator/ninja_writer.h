@@ -16,6 +16,9 @@
 //   build <entry>/model.done: npc_compile <entry>/<hlo file> <entry>/compile_flags.json
 //     entry = <compiler dir>/MODULE_<key>+<hash>
 //     key = <graph key>
+//   (a remote store (S3): build <build dir>/stamps/<entry>.done: npc_compile,
+//    no inputs, and the command adds `--stamp $out`; ninja cannot see the
+//    bucket change, so `npc generate` is what picks up new entries)
 //   build all: phony <every model.done>
 //   default all
 #pragma once

@@ -62,6 +62,25 @@ std::string FailureLog(const CompileOutcome& outcome, int attempts) {
   return log;
 }
 
+// Moves (or copies, across file systems) the compiled artifact to `kept`,
+// atomically: a reader sees all of it or nothing.
+Status KeepArtifact(const std::string& artifact_path, const std::string& kept) {
+  std::error_code ec;
+  fs::create_directories(fs::path(kept).parent_path(), ec);
+  if (ec) return MakeError("cannot create " + fs::path(kept).parent_path().string() + ": " + ec.message());
+  fs::rename(artifact_path, kept, ec);
+  if (!ec) return {};
+  const std::string tmp = kept + ".tmp." + std::to_string(getpid());
+  fs::copy_file(artifact_path, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::rename(tmp, kept, ec);
+  if (ec) {
+    std::string why = ec.message();
+    fs::remove(tmp, ec);
+    return MakeError("cannot keep the compiled artifact at " + kept + ": " + why);
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string KeptArtifactPath(const std::string& store_url, const cache::EntryRef& entry,
@@ -82,6 +101,12 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
   };
   auto finish_settled = [&](Outcome outcome) -> Result<EntryCompileResult> {
     result.status = outcome;
+    if (outcome == Outcome::kAlreadyDone && !store.LocalPath(entry.dir())) {
+      // Another process completed the entry: an artifact this host kept from
+      // a failed upload is not needed any more.
+      std::error_code ec;
+      fs::remove(KeptArtifactPath(store.url(), entry, artifact), ec);
+    }
     if (outcome == Outcome::kCachedFailure) {
       auto log = store.Read(entry.file(cache::kLogFile));
       result.log = log ? *log : "";
@@ -134,16 +159,27 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
       }
     }
   }
-  // An artifact compiled by an earlier run that could not upload it: upload it now.
+  // Commit: artifact, then model.done; an old failure log goes last. A
+  // remote store uploads from the kept copy (KeptArtifactPath), which is
+  // removed only once model.done is written: if an upload fails, or this
+  // process dies in the middle, the next compile of the entry finds it.
   const std::string kept = local_entry ? "" : KeptArtifactPath(store.url(), entry, artifact);
-  if (!kept.empty() && fs::exists(kept)) {
-    if (auto st = store.PutFileAtomic(entry.file(artifact), kept); !st) {
-      return MakeError(st.error().message + " (the artifact compiled earlier is still kept at " + kept + ")");
+  auto commit = [&](const std::string& artifact_file) -> Status {
+    if (auto st = store.PutFileAtomic(entry.file(artifact), artifact_file); !st) return st;
+    if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), ""); !st) return st;
+    if (!kept.empty()) {
+      std::error_code ec;
+      fs::remove(kept, ec);
     }
-    if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), ""); !st) return st.error();
+    return {};
+  };
+  // An artifact compiled by an earlier run that could not upload it: upload it now.
+  if (!kept.empty() && fs::exists(kept)) {
+    if (auto st = commit(kept); !st) {
+      return MakeError("compiled by an earlier run, still not uploaded: " + st.error().message +
+                       "; the artifact stays at " + kept + " for the next compile of this entry");
+    }
     if (auto st = store.Remove(entry.file(cache::kLogFile)); !st) return st.error();
-    std::error_code ec;
-    fs::remove(kept, ec);
     result.status = Outcome::kCompiled;
     result.uploaded_kept_artifact = true;
     return result;
@@ -195,19 +231,15 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
   }
 
   if (outcome.ok) {
-    // Commit: artifact, then model.done; an old failure log goes last.
-    if (auto st = store.PutFileAtomic(entry.file(artifact), job.artifact_path); !st) {
-      if (kept.empty()) return st.error();
-      // The store is unreachable: keep the work for the next run.
-      std::error_code ec;
-      fs::create_directories(fs::path(kept).parent_path(), ec);
-      fs::copy_file(job.artifact_path, kept + ".tmp", fs::copy_options::overwrite_existing, ec);
-      if (!ec) fs::rename(kept + ".tmp", kept, ec);
-      if (ec) return MakeError(st.error().message + " (and the artifact could not be kept locally: " + ec.message() + ")");
-      return MakeError("compiled, but not uploaded: " + st.error().message + "; the artifact is kept at " + kept +
-                       " and the next compile of this entry uploads it");
+    if (kept.empty()) {
+      if (auto st = commit(job.artifact_path); !st) return st.error();
+    } else {
+      if (auto st = KeepArtifact(job.artifact_path, kept); !st) return st.error();
+      if (auto st = commit(kept); !st) {
+        return MakeError("compiled, but not uploaded: " + st.error().message + "; the artifact is kept at " + kept +
+                         " and the next compile of this entry uploads it");
+      }
     }
-    if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), ""); !st) return st.error();
     if (auto st = store.Remove(entry.file(cache::kLogFile)); !st) return st.error();
     result.status = Outcome::kCompiled;
     return result;

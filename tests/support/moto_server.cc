@@ -71,7 +71,9 @@ bool MotoServer::Start(bool auth, int port) {
   auth_ = auth;
   port_ = port != 0 ? port : FreePort();
   if (port_ == 0) return Fail("no free port");
-  const std::string log = log_dir_.Sub("moto-" + std::to_string(port_) + ".log");
+  static int starts = 0;
+  log_path_ = log_dir_.Sub("moto-" + std::to_string(port_) + "-" + std::to_string(++starts) + ".log");
+  const std::string& log = log_path_;
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view v(*e);
@@ -80,6 +82,10 @@ bool MotoServer::Start(bool auth, int port) {
   }
   // The IAM user is made with the first three (unauthenticated) actions.
   if (auth) env_strings.push_back("INITIAL_NO_AUTH_ACTION_COUNT=3");
+  if (!recording_file_.empty()) {
+    env_strings.push_back("MOTO_ENABLE_RECORDING=True");
+    env_strings.push_back("MOTO_RECORDER_FILEPATH=" + recording_file_);
+  }
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -144,6 +150,15 @@ void MotoServer::Stop() {
     waitpid(pid_, &status, 0);
     pid_ = -1;
   }
+}
+
+bool MotoServer::ReplayRecording() {
+  if (recording_file_.empty()) return Fail("ReplayRecording: no recording (call RecordRequestsTo before Start)");
+  const char* script = R"(import sys, urllib.request
+urllib.request.urlopen(urllib.request.Request(sys.argv[1] + '/moto-api/recorder/replay-recording', method='POST'), timeout=120).read())";
+  auto r = RunCommand({MotoPython(), "-c", script, endpoint()});
+  if (r.exit_status != 0) return Fail("cannot replay the recording " + recording_file_ + ": " + r.output);
+  return true;
 }
 
 void MotoServer::Pause() { kill(pid_, SIGSTOP); }

@@ -43,6 +43,19 @@ class MotoServer {
   void Pause();
   void Resume();
 
+  // Call before Start(): moto appends every request it receives to `file`
+  // (its recorder, MOTO_ENABLE_RECORDING). A server started later with the
+  // same file, on the same port, gets the state the first one had when it
+  // was killed with ReplayRecording(): the stand-in for a persistent server
+  // (moto keeps buckets in memory only). Needs auth = false (the recorded
+  // signatures name keys of the first server's IAM user).
+  void RecordRequestsTo(std::string file) { recording_file_ = std::move(file); }
+  // Replays the recorded requests into this server. false (and error()) on failure.
+  bool ReplayRecording();
+
+  // moto's log of this start (one line per request it answered).
+  const std::string& log_path() const { return log_path_; }
+
   int port() const { return port_; }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
   const std::string& error() const { return error_; }
@@ -61,6 +74,8 @@ class MotoServer {
   int port_ = 0;
   pid_t pid_ = -1;
   std::string error_;
+  std::string recording_file_;
+  std::string log_path_;
 };
 
 }  // namespace npc::testing

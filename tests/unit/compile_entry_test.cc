@@ -1,9 +1,12 @@
 // Unit tests of CompileEntry (runtime/api/compile_entry.cc) with a fake
-// compiler: commit order, failure logs, retries, cached failures, locks.
+// compiler: commit order, failure logs, retries, cached failures, locks; and
+// with a fake remote store: artifacts kept when an upload fails.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "npc/compiler.h"
@@ -177,6 +180,111 @@ TEST_F(CompileEntryTest, MissingHloIsReported) {
   auto r = CompileEntry(store, compiler, empty, {});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, Outcome::kNoHlo);
+}
+
+// A remote store as CompileEntry sees one (no local paths, an s3:// URL),
+// kept in a local directory; uploads of the named files fail while
+// `unreachable` holds them, as when the server is gone.
+class FakeRemoteStore : public cache::LocalStore {
+ public:
+  using cache::LocalStore::LocalStore;
+  std::string url() const override { return "s3://fake-bucket/cache"; }
+  std::optional<std::string> LocalPath(const std::string&) const override { return std::nullopt; }
+  Status WriteAtomic(const std::string& path, std::string_view data) override {
+    if (Refused(path)) return MakeError("PUT " + url() + "/" + path + ": Couldn't connect to server");
+    return cache::LocalStore::WriteAtomic(path, data);
+  }
+  // Like S3Store: reads the local file and leaves it in place.
+  Status PutFileAtomic(const std::string& path, const std::string& local_path) override {
+    if (Refused(path)) return MakeError("PUT " + url() + "/" + path + ": Couldn't connect to server");
+    return cache::LocalStore::WriteAtomic(path, testing::ReadFile(local_path));
+  }
+  std::vector<std::string> unreachable;  // file names ("model.bin") whose upload fails
+
+ private:
+  bool Refused(const std::string& path) const {
+    for (const auto& name : unreachable) {
+      if (path.size() >= name.size() && path.compare(path.size() - name.size(), name.size(), name) == 0) return true;
+    }
+    return false;
+  }
+};
+
+class RemoteCompileEntryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* old = std::getenv("NPC_LOCAL_CACHE_DIR");
+    if (old != nullptr) old_local_root_ = old;
+    setenv("NPC_LOCAL_CACHE_DIR", local.path().c_str(), 1);
+    ASSERT_TRUE(cache::PutEntryInputs(store, entry, "HLO", "[]").ok());
+  }
+  void TearDown() override {
+    if (old_local_root_) setenv("NPC_LOCAL_CACHE_DIR", old_local_root_->c_str(), 1);
+    else unsetenv("NPC_LOCAL_CACHE_DIR");
+  }
+  std::string Kept() const { return local.path() + "/" + entry.dir() + "/model.bin.not-uploaded"; }
+
+  TempDir remote;
+  TempDir local;
+  FakeRemoteStore store{remote.path()};
+  cache::EntryRef entry{"fake-1", "123", "abcdef01"};
+  std::optional<std::string> old_local_root_;
+};
+
+TEST_F(RemoteCompileEntryTest, FailedUploadKeepsTheArtifactAndTheNextCompileUploadsIt) {
+  EXPECT_EQ(KeptArtifactPath(store.url(), entry, "model.bin"), Kept());
+  FakeCompiler compiler;
+  store.unreachable = {"model.bin"};
+  auto r = CompileEntry(store, compiler, entry, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("compiled, but not uploaded"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find(Kept()), std::string::npos) << r.error().message;
+  EXPECT_EQ(compiler.calls, 1);
+  EXPECT_EQ(testing::ReadFile(Kept()), "ARTIFACT");
+  // Nothing half-committed in the store, and the lock is released.
+  EXPECT_EQ(*store.List(entry.dir()), (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kTodo);
+
+  // Still unreachable: the kept artifact stays, nothing is compiled again.
+  auto still = CompileEntry(store, compiler, entry, {});
+  ASSERT_FALSE(still.ok());
+  EXPECT_NE(still.error().message.find("still not uploaded"), std::string::npos) << still.error().message;
+  EXPECT_EQ(compiler.calls, 1);
+  EXPECT_TRUE(FileExists(Kept()));
+
+  // Reachable again: uploaded, not recompiled, then model.done.
+  store.unreachable.clear();
+  auto again = CompileEntry(store, compiler, entry, {});
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->status, Outcome::kCompiled);
+  EXPECT_TRUE(again->uploaded_kept_artifact);
+  EXPECT_EQ(compiler.calls, 1);
+  EXPECT_EQ(*store.Read(entry.file("model.bin")), "ARTIFACT");
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kDone);
+  EXPECT_FALSE(FileExists(Kept()));
+}
+
+TEST_F(RemoteCompileEntryTest, FailedCommitPointKeepsTheArtifactToo) {
+  FakeCompiler compiler;
+  store.unreachable = {"model.done"};
+  auto r = CompileEntry(store, compiler, entry, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("compiled, but not uploaded"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(FileExists(Kept()));
+  EXPECT_FALSE(*store.Exists(entry.file("model.done")));
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kTodo);
+}
+
+TEST_F(RemoteCompileEntryTest, KeptArtifactIsDroppedWhenAnotherHostCompletedTheEntry) {
+  ASSERT_TRUE(testing::WriteFile(Kept(), "OLD"));
+  ASSERT_TRUE(store.WriteAtomic(entry.file("model.bin"), "ARTIFACT").ok());
+  ASSERT_TRUE(store.WriteAtomic(entry.file("model.done"), "").ok());
+  FakeCompiler compiler;
+  auto r = CompileEntry(store, compiler, entry, {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, Outcome::kAlreadyDone);
+  EXPECT_FALSE(FileExists(Kept()));
+  EXPECT_EQ(*store.Read(entry.file("model.bin")), "ARTIFACT");
 }
 
 }  // namespace

@@ -107,7 +107,11 @@ class EntryLock {
 };
 
 // Where the cache lives. Paths are relative to the root ("a/b/c").
-// Implementations: LocalStore (a directory); S3 (later).
+// Implementations: LocalStore (a directory, below); S3Store (a bucket and key
+// prefix, runtime/cache/s3_store.h: one PUT per atomic write, entry locks as
+// lease objects). A store without local paths (LocalPath() is nullopt) is
+// remote: programs get local files of its objects with cache::LocalCopy
+// (runtime/cache/read_through.h).
 class Store {
  public:
   virtual ~Store() = default;
@@ -123,8 +127,9 @@ class Store {
   // Writes `data` so that a reader sees either nothing or all of it (temporary
   // name, then rename). Creates missing parent directories.
   virtual Status WriteAtomic(const std::string& path, std::string_view data) = 0;
-  // Moves or copies the local file `local_path` into `path` atomically. The
-  // local file may be consumed (renamed away).
+  // Moves or copies the local file `local_path` into `path` atomically. A
+  // store with local paths may consume the file (rename it away); a remote
+  // one (S3) reads it and leaves it in place.
   virtual Status PutFileAtomic(const std::string& path, const std::string& local_path) = 0;
   // Names of the immediate children of directory `path` (sorted); an absent
   // directory lists as empty.
@@ -173,7 +178,10 @@ class LocalStore : public Store {
 };
 
 // Opens the store for a cache URL: a local path (or file:// URL) gives a
-// LocalStore; s3:// is not supported yet (clear error).
+// LocalStore; s3://bucket[/prefix] an S3Store configured from the environment
+// (endpoint, region, credentials: runtime/cache/s3_client.h,
+// S3ConfigFromEnvironment). Opening sends no request. Errors: an empty path,
+// another scheme, a malformed s3:// URL or S3 configuration.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
 
 // ---- entry-level operations -------------------------------------------------

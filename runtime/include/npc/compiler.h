@@ -109,13 +109,16 @@ std::string KeptArtifactPath(const std::string& store_url, const cache::EntryRef
 // in atomically and then writes model.done; on failure writes model.log
 // (command, exit status, compiler output) and removes nothing else. A kill at
 // any point leaves no artifact or model.done visible and no lock blocking.
-// Remote stores (S3): the compile runs in a local temporary directory; when
-// the upload of the artifact fails (store unreachable), the artifact is kept
-// at KeptArtifactPath and the error says so; the next CompileEntry of that
-// entry uploads the kept artifact instead of compiling again (the entry's
-// name is a digest of its HLO, flags and compiler, so the artifact is the
-// one it would compile). Waiting for another process's lock polls every
-// 0.1 s on a local store, every second on a remote one.
+// Remote stores (S3): the compile runs in a local temporary directory; the
+// artifact is moved to KeptArtifactPath, uploaded from there, and removed
+// once model.done is written. When the upload of the artifact or of
+// model.done fails (store unreachable, retries spent), or the process dies
+// meanwhile, it stays there and the error says so; the next CompileEntry of
+// that entry uploads it instead of compiling again (the entry names its
+// graph, flags and compiler, so the artifact is the one it would compile),
+// and one that finds the entry DONE removes it. Waiting for another
+// process's lock polls every 0.1 s on a local store, every second on a
+// remote one.
 // Errors: store I/O failures (not compile failures, which are results).
 Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler, const cache::EntryRef& entry,
                                         const EntryCompileOptions& options);
