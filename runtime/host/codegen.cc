@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "host/host_backend.h"
+#include "hlo/text_reader.h"  // kElidedConstantAttribute
 #include "host/prelude.h"
 #include "npc/hlo.h"
 
@@ -118,6 +119,18 @@ std::string DimsText(const std::vector<int64_t>& dims) {
 
 std::string ArrayText(xla::PrimitiveType t, const std::vector<int64_t>& dims) {
   return PrimitiveTypeName(t) + DimsText(dims);
+}
+
+// The Neuron custom-calls compiled as math (see host_backend.h); the transfer
+// hint AwsNeuronTransferWithStaticRing is handled as an identity elsewhere.
+constexpr const char* kNeuronCustomCalls[] = {"AwsNeuronGelu", "AwsNeuronGeluBackward", "AwsNeuronSoftmax",
+                                              "AwsNeuronSoftmaxBackward"};
+
+bool IsNeuronCustomCall(const std::string& target) {
+  for (const char* t : kNeuronCustomCalls) {
+    if (target == t) return true;
+  }
+  return false;
 }
 
 // ---- text helpers ------------------------------------------------------------------
@@ -335,16 +348,17 @@ class FunctionEmitter {
     return tuple ? base + "_" + std::to_string(leaf) : base;
   }
   std::string BufName(const std::string& var) const { return "b" + var.substr(1); }
-  // `std::vector<T> bN(count[, fill]);` for the leaf named `var`; the buffer
-  // is released after its last use.
+  // `npc_buf<T> bN(count[, fill]);` for the leaf named `var` (not initialized
+  // without `fill`: every op writes its whole result); the buffer is released
+  // after its last use.
   std::string DeclareBuffer(const std::string& var, xla::PrimitiveType t, int64_t count, const std::string& fill = "") {
     owned_[var] = CType(t);
-    return "std::vector<" + std::string(CType(t)) + "> " + BufName(var) + "(" + std::to_string(count) +
+    return "npc_buf<" + std::string(CType(t)) + "> " + BufName(var) + "(" + std::to_string(count) +
            (fill.empty() ? "" : ", " + fill) + ");";
   }
   std::string Comment(const Inst& inst) const;
 
-  // Buffer mode: declares `std::vector<T> bN(count[, init]);` for a new array
+  // Buffer mode: declares `npc_buf<T> bN(count[, init]);` for a new array
   // value of `inst` (array shape), opens a block with `T* w = bN.data();`.
   // FinishArray closes the block and defines `const T* vN`.
   Leaf BeginArray(Writer& w, const Inst& inst, const std::string& fill = "");
@@ -370,6 +384,11 @@ class FunctionEmitter {
   Status EmitGather(Writer& w, const Inst& inst);
   Status EmitScatter(Writer& w, const Inst& inst);
   Status EmitCall(Writer& w, const Inst& inst);
+  Status EmitWhile(Writer& w, const Inst& inst);
+  Status EmitRngBitGenerator(Writer& w, const Inst& inst);
+  Status EmitNeuronCustomCall(Writer& w, const Inst& inst);
+  Status EmitSoftmax(Writer& w, const Inst& inst, bool backward);
+  Status EmitBatchNorm(Writer& w, const Inst& inst);
   Status EmitOutputs(Writer& w);
 
   ModuleCodegen* module_;
@@ -571,7 +590,7 @@ Result<std::string> ModuleCodegen::Generate() {
   out += "extern \"C\" const char* npc_host_signature(void) {\n  return " + CStringLiteral(json) + ";\n}\n\n";
   out += "extern \"C\" int npc_host_run(const void* const* inputs, void* const* outputs) {\n";
   out += "  (void)inputs;\n  (void)outputs;\n";
-  out += "  try {\n    " + FunctionName(entry_index, Mode::kBuffer) + "(";
+  out += "  try {\n    npc_pool pool;\n    npc_pool_scope scope(&pool);\n    " + FunctionName(entry_index, Mode::kBuffer) + "(";
   first = true;
   int p = 0;
   for (const auto& leaves : sig.param_leaves) {
@@ -684,7 +703,7 @@ Status FunctionEmitter::EmitBody(Writer& w) {
   for (size_t i = 0; i < chunks.size(); ++i) {
     w.Raw(chunks[i]);
     for (const auto& name : release[i]) {
-      w.Line("std::vector<" + owned_.at(name) + ">().swap(" + BufName(name) + ");  // last use of " + name);
+      w.Line(BufName(name) + ".release();  // last use of " + name);
     }
   }
   return EmitOutputs(w);
@@ -739,7 +758,8 @@ Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
   const bool tuple_shape = inst.shape().element_type() == xla::TUPLE;
   const bool collective = op == "all-reduce" || op == "all-gather" || op == "reduce-scatter";
   if (tuple_shape && op != "tuple" && op != "get-tuple-element" && op != "call" && op != "fusion" &&
-      op != "reduce" && op != "opt-barrier" && op != "optimization-barrier" && !collective &&
+      op != "reduce" && op != "opt-barrier" && op != "optimization-barrier" && !collective && op != "while" &&
+      op != "rng-bit-generator" && op != "batch-norm-training" && op != "batch-norm-grad" &&
       !(op == "custom-call" && inst.custom_call_target() == "AwsNeuronTransferWithStaticRing")) {
     if (op == "constant" || op == "copy") return Fail(inst, "tuple-shaped " + op + " is not supported");
     return Unsupported(inst);
@@ -832,6 +852,15 @@ Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
   if (op == "parameter") return EmitParameter(inst);
   if (op == "constant") return EmitConstant(w, inst);
   if (op == "call" || op == "fusion") return EmitCall(w, inst);
+  const bool batch_norm = op == "batch-norm-training" || op == "batch-norm-inference" || op == "batch-norm-grad";
+  if (scalar() && (op == "while" || op == "rng-bit-generator" || op == "custom-call" || batch_norm)) {
+    if (op == "custom-call" && !IsNeuronCustomCall(inst.custom_call_target())) return Unsupported(inst);
+    return Fail(inst, "opcode '" + op + "' is not supported in a computation applied per element (reduce/map function)");
+  }
+  if (op == "while") return EmitWhile(w, inst);
+  if (op == "rng-bit-generator") return EmitRngBitGenerator(w, inst);
+  if (op == "custom-call") return EmitNeuronCustomCall(w, inst);
+  if (batch_norm) return EmitBatchNorm(w, inst);
 
   // Everything below computes new arrays; in scalar mode only elementwise
   // ops (and shape ops that are identities on scalars) are possible.
@@ -867,6 +896,11 @@ Status FunctionEmitter::EmitInstruction(Writer& w, const Inst& inst) {
 // ---- constants -----------------------------------------------------------------------
 
 Status FunctionEmitter::EmitConstant(Writer& w, const Inst& inst) {
+  if (inst.frontend_attributes().map().count(hlo::kElidedConstantAttribute)) {
+    return Fail(inst, "constant %" + inst.name() + " " + hlo::ShapeToString(inst.shape()) +
+                          " has elided values ({...} in the HLO text it was read from): its values are unknown, and "
+                          "the host backend does not make them up");
+  }
   const xla::PrimitiveType t = inst.shape().element_type();
   const ElementType et = *LookupElementType(t);
   const int64_t n = hlo::ElementCount(inst.shape());
@@ -1596,8 +1630,12 @@ Status FunctionEmitter::EmitDot(Writer& w, const Inst& inst) {
     std::string wide = Widen(e, from);
     return ComputeType(from) == acc_type ? wide : "npc_convert<" + ct + ">(" + wide + ")";
   };
+  // When rhs is contiguous along a contracting dimension (x . W^T), an inner
+  // dot product (i-j-k) walks memory in order and assigns each result;
+  // otherwise i-k-j accumulates into a zeroed result.
+  const bool rhs_minor_contracting = rr > 0 && rrole[rr - 1] == 2 && !inner.empty();
   w.Line(Comment(inst));
-  Leaf out = BeginArray(w, inst);
+  Leaf out = BeginArray(w, inst, IsNarrow(t) || rhs_minor_contracting ? "" : "0");
   if (IsNarrow(t)) {
     w.Line("std::vector<" + ct + "> acc_buffer(" + std::to_string(out.count()) + ");");
     w.Line(ct + "* acc = acc_buffer.data();");
@@ -1610,9 +1648,6 @@ Status FunctionEmitter::EmitDot(Writer& w, const Inst& inst) {
     if (IsFloat(acc_type)) return target + " += " + x + " * " + y + ";";
     return target + " = npc_add<" + ct + ">(" + target + ", npc_mul<" + ct + ">(" + x + ", " + y + "));";
   };
-  // When rhs is contiguous along a contracting dimension (x . W^T), an inner
-  // dot product (i-j-k) walks memory in order; otherwise i-k-j.
-  const bool rhs_minor_contracting = rr > 0 && rrole[rr - 1] == 2 && !inner.empty();
   OpenLoops(w, outer);
   if (rhs_minor_contracting) {
     OpenLoops(w, inner);
@@ -1862,6 +1897,351 @@ Status FunctionEmitter::EmitCall(Writer& w, const Inst& inst) {
   return {};
 }
 
+// while: the state (the operand's leaves) lives in buffers of its own; each
+// iteration runs the condition on it and, while that is true, the body into a
+// second set of buffers, then swaps the two.
+Status FunctionEmitter::EmitWhile(Writer& w, const Inst& inst) {
+  if (auto st = ExpectOperands(inst, 1); !st) return st;
+  if (inst.called_computation_ids_size() != 2) return Fail(inst, "while needs a body and a condition computation");
+  // XLA's order: called_computation_ids = {body, condition}.
+  const int64_t body_id = inst.called_computation_ids(0), cond_id = inst.called_computation_ids(1);
+  auto body = module_->RequireFunction(body_id, Mode::kBuffer, inst, comp_);
+  if (!body) return body.error();
+  auto cond = module_->RequireFunction(cond_id, Mode::kBuffer, inst, comp_);
+  if (!cond) return cond.error();
+  auto body_sig = module_->GetSignature(module_->IndexOf(body_id));
+  if (!body_sig) return body_sig.error();
+  auto cond_sig = module_->GetSignature(module_->IndexOf(cond_id));
+  if (!cond_sig) return cond_sig.error();
+  const Value& init = Operand(inst, 0);
+  const auto leaves = Leaves(inst.shape());
+  auto same_leaves = [&](const std::vector<const xla::ShapeProto*>& shapes) {
+    if (shapes.size() != leaves.size()) return false;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      if (shapes[k]->element_type() != leaves[k]->element_type() || Dims(*shapes[k]) != Dims(*leaves[k])) return false;
+    }
+    return true;
+  };
+  if (init.size() != leaves.size()) return Fail(inst, "the operand does not match the while's shape");
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    if (init[k].type != leaves[k]->element_type() || init[k].dims != Dims(*leaves[k])) {
+      return Fail(inst, "the operand does not match the while's shape");
+    }
+  }
+  const Signature& bs = **body_sig;
+  const Signature& cs = **cond_sig;
+  if (bs.params.size() != 1 || !same_leaves(bs.param_leaves[0]) || !same_leaves(bs.result_leaves)) {
+    return Fail(inst, "body computation " + module_->computation(module_->IndexOf(body_id)).name() +
+                          " must take and return the loop state " + hlo::ShapeToString(inst.shape()));
+  }
+  if (cs.params.size() != 1 || !same_leaves(cs.param_leaves[0]) || cs.result_leaves.size() != 1 ||
+      cs.result_leaves[0]->element_type() != xla::PRED || cs.result_leaves[0]->dimensions_size() != 0) {
+    return Fail(inst, "condition computation " + module_->computation(module_->IndexOf(cond_id)).name() +
+                          " must take the loop state " + hlo::ShapeToString(inst.shape()) + " and return pred[]");
+  }
+  const bool tuple = inst.shape().element_type() == xla::TUPLE;
+  w.Line(Comment(inst));
+  Value v;
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    const std::string name = VarName(inst, k, leaves.size(), tuple);
+    w.Line(DeclareBuffer(name, init[k].type, init[k].count()));
+    v.push_back({name, init[k].type, init[k].dims});
+  }
+  w.Open("");
+  std::string state_args, next_args;
+  for (size_t k = 0; k < v.size(); ++k) {
+    const std::string t = CType(v[k].type), n = std::to_string(v[k].count()), next = "next" + std::to_string(k);
+    w.Line("npc_copy(" + BufName(v[k].name) + ".data(), " + init[k].name + ", " + n + ");");
+    w.Line("npc_buf<" + t + "> " + next + "(" + n + ");");
+    state_args += BufName(v[k].name) + ".data(), ";
+    next_args += std::string(k ? ", " : "") + next + ".data()";
+  }
+  w.Open("for (;;)");
+  w.Line("pred go = 0;");
+  w.Line(*cond + "(" + state_args + "&go);");
+  w.Line("if (!go) break;");
+  w.Line(*body + "(" + state_args + next_args + ");");
+  for (size_t k = 0; k < v.size(); ++k) w.Line(BufName(v[k].name) + ".swap(next" + std::to_string(k) + ");");
+  w.Close();
+  w.Close();
+  for (const auto& leaf : v) {
+    w.Line("const " + std::string(CType(leaf.type)) + "* " + leaf.name + " = " + BufName(leaf.name) + ".data();");
+  }
+  values_[inst.id()] = v;
+  return {};
+}
+
+// rng-bit-generator(state) -> (new state, bits): XLA's Philox bit generator
+// (see host_backend.h). state u64[2] is {key, counter low} with the key as the
+// counter's high word; u64[3] is {key, counter low, counter high}.
+Status FunctionEmitter::EmitRngBitGenerator(Writer& w, const Inst& inst) {
+  if (auto st = ExpectOperands(inst, 1); !st) return st;
+  const auto alg = inst.rng_algorithm();
+  if (alg != xla::RNG_DEFAULT && alg != xla::RNG_PHILOX) {
+    std::string name = xla::RandomAlgorithm_Name(alg);
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return Fail(inst, "rng-bit-generator algorithm " + (name.empty() ? std::to_string(alg) : name) +
+                          " is not supported: the host backend implements Philox4x32-10 only (rng_philox, and "
+                          "rng_default, which XLA's CPU and GPU backends also run as Philox)");
+  }
+  auto s = ArrayOperand(inst, 0);
+  if (!s) return s.error();
+  const auto& shape = inst.shape();
+  if (s->type != xla::U64 || s->dims.size() != 1 || (s->dims[0] != 2 && s->dims[0] != 3)) {
+    return Fail(inst, "rng-bit-generator state must be u64[2] or u64[3], not " + ArrayText(s->type, s->dims));
+  }
+  if (shape.element_type() != xla::TUPLE || shape.tuple_shapes_size() != 2 ||
+      shape.tuple_shapes(0).element_type() != xla::U64 || Dims(shape.tuple_shapes(0)) != s->dims ||
+      shape.tuple_shapes(1).element_type() == xla::TUPLE) {
+    return Fail(inst, "rng-bit-generator result must be (state, bits) with the operand's state shape, not " +
+                          hlo::ShapeToString(shape));
+  }
+  const xla::PrimitiveType t = shape.tuple_shapes(1).element_type();
+  if (!IsInt(t)) {
+    return Fail(inst, "rng-bit-generator of " + PrimitiveTypeName(t) +
+                          " is not supported (integer bits: s8..s64, u8..u64)");
+  }
+  const int bytes = LookupElementType(t)->bytes;
+  const auto dims = Dims(shape.tuple_shapes(1));
+  const int64_t count = Product(dims);
+  // 32-bit and narrower elements take one 32-bit word each (narrower ones its
+  // low bits), four per block; 64-bit elements two words each, two per block.
+  const int64_t per_block = bytes == 8 ? 2 : 4;
+  const int64_t blocks = (count + per_block - 1) / per_block;
+  const std::string ct = CType(t);
+  w.Line(Comment(inst));
+  Leaf state{VarName(inst, 0, 2, true), xla::U64, s->dims};
+  Leaf bits{VarName(inst, 1, 2, true), t, dims};
+  w.Line(DeclareBuffer(state.name, xla::U64, s->dims[0]));
+  w.Line(DeclareBuffer(bits.name, t, count));
+  w.Open("");
+  const std::string in = s->name;
+  w.Line("const u64 key = " + in + "[0], lo = " + in + "[1], hi = " + in + (s->dims[0] == 3 ? "[2]" : "[0]") + ";");
+  w.Line(ct + "* w = " + BufName(bits.name) + ".data();");
+  w.Open("for (s64 j = 0; j < " + std::to_string(blocks) + "; ++j)");
+  w.Line("u32 r[4];");
+  w.Line("npc_philox_block(key, lo, hi, static_cast<u64>(j), r);");
+  if (bytes == 8) {
+    w.Line("w[2 * j] = static_cast<" + ct + ">(static_cast<u64>(r[0]) | (static_cast<u64>(r[1]) << 32));");
+    if (count % 2) w.Line("if (2 * j + 1 == " + std::to_string(count) + ") break;");
+    w.Line("w[2 * j + 1] = static_cast<" + ct + ">(static_cast<u64>(r[2]) | (static_cast<u64>(r[3]) << 32));");
+  } else {
+    w.Open("for (s64 q = 0; q < 4 && 4 * j + q < " + std::to_string(count) + "; ++q)");
+    w.Line("w[4 * j + q] = static_cast<" + ct + ">(r[q]);");
+    w.Close();
+  }
+  w.Close();
+  w.Line("const u64 next_lo = lo + " + std::to_string(blocks) + "u;");
+  w.Line("u64* ns = " + BufName(state.name) + ".data();");
+  w.Line("ns[0] = key;");
+  w.Line("ns[1] = next_lo;");
+  if (s->dims[0] == 3) w.Line("ns[2] = next_lo < lo ? hi + 1 : hi;");
+  w.Close();
+  w.Line("const u64* " + state.name + " = " + BufName(state.name) + ".data();");
+  w.Line("const " + ct + "* " + bits.name + " = " + BufName(bits.name) + ".data();");
+  values_[inst.id()] = {state, bits};
+  return {};
+}
+
+// AwsNeuronGelu / AwsNeuronGeluBackward (elementwise on one operand) and
+// AwsNeuronSoftmax / AwsNeuronSoftmaxBackward (see host_backend.h).
+Status FunctionEmitter::EmitNeuronCustomCall(Writer& w, const Inst& inst) {
+  const std::string& target = inst.custom_call_target();
+  if (!IsNeuronCustomCall(target)) return Unsupported(inst);
+  if (target == "AwsNeuronSoftmax") return EmitSoftmax(w, inst, false);
+  if (target == "AwsNeuronSoftmaxBackward") return EmitSoftmax(w, inst, true);
+  if (auto st = ExpectOperands(inst, 1); !st) return st;
+  auto a = ArrayOperand(inst, 0);
+  if (!a) return a.error();
+  const xla::PrimitiveType t = inst.shape().element_type();
+  if (a->type != t || a->dims != Dims(inst.shape())) {
+    return Fail(inst, target + " of " + ArrayText(a->type, a->dims) + " must have the operand's shape, not " +
+                          hlo::ShapeToString(inst.shape()));
+  }
+  if (!IsFloat(t)) return Fail(inst, target + " of " + PrimitiveTypeName(t) + " is not supported (floating point only)");
+  const std::string fn = target == "AwsNeuronGelu" ? "npc_gelu" : "npc_gelu_dx";
+  const std::string ct = CType(ComputeType(t));
+  w.Line(Comment(inst));
+  Leaf out = BeginArray(w, inst);
+  w.Line("for (s64 i = 0; i < " + std::to_string(out.count()) + "; ++i) w[i] = " +
+         Narrow(fn + "<" + ct + ">(" + Widen(a->name + "[i]", t) + ")", t) + ";");
+  FinishArray(w, out);
+  values_[inst.id()] = {out};
+  return {};
+}
+
+// Softmax along dimension d (backend_config, a decimal number), computed in
+// the compute type and rounded once:
+//   forward  (x):      y = exp(x - max_d x) / sum_d exp(x - max_d x)
+//   backward (y, dy):  dx = y * (dy - sum_d (dy * y))
+// Sums and the max run over the dimension in index order.
+Status FunctionEmitter::EmitSoftmax(Writer& w, const Inst& inst, bool backward) {
+  const std::string& target = inst.custom_call_target();
+  if (auto st = ExpectOperands(inst, backward ? 2 : 1); !st) return st;
+  std::vector<Leaf> in;
+  const xla::PrimitiveType t = inst.shape().element_type();
+  const auto dims = Dims(inst.shape());
+  for (int i = 0; i < inst.operand_ids_size(); ++i) {
+    auto a = ArrayOperand(inst, i);
+    if (!a) return a.error();
+    if (a->type != t || a->dims != dims) {
+      return Fail(inst, target + " operand " + std::to_string(i) + " " + ArrayText(a->type, a->dims) +
+                            " must have the result's shape " + hlo::ShapeToString(inst.shape()));
+    }
+    in.push_back(*a);
+  }
+  if (!IsFloat(t)) return Fail(inst, target + " of " + PrimitiveTypeName(t) + " is not supported (floating point only)");
+  const std::string& config = inst.backend_config();
+  int64_t d = -1;
+  if (!config.empty() && config.size() <= 18 &&
+      std::all_of(config.begin(), config.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    d = std::stoll(config);
+  }
+  if (d < 0 || d >= static_cast<int64_t>(dims.size())) {
+    return Fail(inst, target + " needs the dimension it normalises as its backend_config (a decimal number below "
+                               "the rank " + std::to_string(dims.size()) + "), has '" + CommentSafe(config) + "'");
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < d; ++k) outer *= dims[k];
+  for (size_t k = d + 1; k < dims.size(); ++k) inner *= dims[k];
+  const int64_t n = dims[d];
+  const std::string ct = CType(ComputeType(t));
+  auto at = [&](const Leaf& l) { return Widen(l.name + "[base + k * " + std::to_string(inner) + "]", t); };
+  w.Line(Comment(inst));
+  Leaf out = BeginArray(w, inst);
+  w.Open("for (s64 o = 0; o < " + std::to_string(outer) + "; ++o)");
+  w.Open("for (s64 i = 0; i < " + std::to_string(inner) + "; ++i)");
+  w.Line("const s64 base = o * " + std::to_string(n * inner) + " + i;");
+  const std::string loop = "for (s64 k = 0; k < " + std::to_string(n) + "; ++k)";
+  const std::string dst = "w[base + k * " + std::to_string(inner) + "]";
+  if (!backward) {
+    w.Line(ct + " m = -std::numeric_limits<" + ct + ">::infinity();");
+    w.Line(loop + " m = npc_max<" + ct + ">(m, " + at(in[0]) + ");");
+    w.Line(ct + " s = 0;");
+    w.Line(loop + " s += std::exp(" + at(in[0]) + " - m);");
+    w.Line(loop + " " + dst + " = " + Narrow("std::exp(" + at(in[0]) + " - m) / s", t) + ";");
+  } else {
+    w.Line(ct + " s = 0;");
+    w.Line(loop + " s += " + at(in[1]) + " * " + at(in[0]) + ";");
+    w.Line(loop + " " + dst + " = " + Narrow(at(in[0]) + " * (" + at(in[1]) + " - s)", t) + ";");
+  }
+  w.Close();
+  w.Close();
+  FinishArray(w, out);
+  values_[inst.id()] = {out};
+  return {};
+}
+
+// batch-norm-training (x, scale, offset) -> (y, mean, variance),
+// batch-norm-inference (x, scale, offset, mean, variance) -> y and
+// batch-norm-grad (x, scale, mean, variance, grad_y) -> (grad_x, grad_scale,
+// grad_offset), XLA's operation semantics: per feature l (dimension
+// feature_index), over the m elements of all other dimensions in row-major
+// order, in the compute type, each result rounded once:
+//   mean = sum(x) / m, variance = sum((x - mean)^2) / m (two passes),
+//   y = scale * (x - mean) / sqrt(variance + epsilon) + offset;
+//   grad: d = sum(gy) / m, c = sum(gy * (x - mean)) / (variance + epsilon) / m,
+//   grad_x = scale / sqrt(variance + epsilon) * (gy - d - c * (x - mean)),
+//   grad_scale = sum(gy * (x - mean)) / sqrt(variance + epsilon),
+//   grad_offset = sum(gy).
+Status FunctionEmitter::EmitBatchNorm(Writer& w, const Inst& inst) {
+  const std::string& op = inst.opcode();
+  const bool training = op == "batch-norm-training", grad = op == "batch-norm-grad";
+  if (auto st = ExpectOperands(inst, training ? 3 : 5); !st) return st;
+  std::vector<Leaf> in;
+  for (int i = 0; i < inst.operand_ids_size(); ++i) {
+    auto a = ArrayOperand(inst, i);
+    if (!a) return a.error();
+    in.push_back(*a);
+  }
+  const Leaf& x = in[0];
+  const xla::PrimitiveType t = x.type;
+  if (!IsFloat(t)) return Fail(inst, op + " of " + PrimitiveTypeName(t) + " is not supported (floating point only)");
+  const int64_t fd = inst.feature_index();
+  if (fd < 0 || fd >= static_cast<int64_t>(x.dims.size())) {
+    return Fail(inst, "feature_index " + std::to_string(fd) + " is not a dimension of " + ArrayText(t, x.dims));
+  }
+  const int64_t features = x.dims[fd];
+  // Operand roles: 1-D feature vectors, and (grad) grad_y shaped like x.
+  for (size_t i = 1; i < in.size(); ++i) {
+    const bool full = grad && i == 4;
+    if (in[i].type != t || in[i].dims != (full ? x.dims : std::vector<int64_t>{features})) {
+      return Fail(inst, op + " operand " + std::to_string(i) + " " + ArrayText(in[i].type, in[i].dims) +
+                            " does not fit operand 0 " + ArrayText(t, x.dims) + " with feature_index " +
+                            std::to_string(fd));
+    }
+  }
+  const auto leaves = Leaves(inst.shape());
+  const size_t n_out = training || grad ? 3 : 1;
+  bool shape_ok = leaves.size() == n_out && (n_out == 1) == (inst.shape().element_type() != xla::TUPLE);
+  for (size_t k = 0; shape_ok && k < leaves.size(); ++k) {
+    shape_ok = leaves[k]->element_type() == t &&
+               Dims(*leaves[k]) == (k == 0 ? x.dims : std::vector<int64_t>{features});
+  }
+  if (!shape_ok) return Fail(inst, op + " result shape " + hlo::ShapeToString(inst.shape()) + " does not fit its operands");
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < fd; ++k) outer *= x.dims[k];
+  for (size_t k = fd + 1; k < x.dims.size(); ++k) inner *= x.dims[k];
+  const std::string ct = CType(ComputeType(t));
+  const std::string m = "static_cast<" + ct + ">(" + std::to_string(outer * inner) + ")";
+  const std::string eps = "static_cast<" + ct + ">(" + FloatLiteral(inst.epsilon(), true) + ")";
+  auto vec = [&](size_t i) { return Widen(in[i].name + "[l]", t); };
+  auto at = [&](const Leaf& l) { return Widen(l.name + "[e]", t); };
+  const bool tuple = n_out > 1;
+  w.Line(Comment(inst));
+  Value v;
+  for (size_t k = 0; k < n_out; ++k) {
+    const std::string name = VarName(inst, k, n_out, tuple);
+    w.Line(DeclareBuffer(name, t, k == 0 ? x.count() : features));
+    v.push_back({name, t, Dims(*leaves[k])});
+  }
+  w.Open("");
+  for (size_t k = 0; k < n_out; ++k) {
+    w.Line(std::string(CType(t)) + "* w" + std::to_string(k) + " = " + BufName(v[k].name) + ".data();");
+  }
+  // Visits every element e of feature l, in row-major order.
+  const std::string each = "for (s64 o = 0; o < " + std::to_string(outer) + "; ++o) for (s64 i = 0; i < " +
+                           std::to_string(inner) + "; ++i)";
+  w.Open("for (s64 l = 0; l < " + std::to_string(features) + "; ++l)");
+  const std::string index = "const s64 e = (o * " + std::to_string(features) + " + l) * " + std::to_string(inner) + " + i;";
+  if (training) {
+    w.Line(ct + " sum = 0;");
+    w.Line(each + " { " + index + " sum += " + at(x) + "; }");
+    w.Line("const " + ct + " mean = sum / " + m + ";");
+    w.Line(ct + " sq = 0;");
+    w.Line(each + " { " + index + " const " + ct + " dx = " + at(x) + " - mean; sq += dx * dx; }");
+    w.Line("const " + ct + " var = sq / " + m + ";");
+    w.Line(each + " { " + index + " w0[e] = " +
+           Narrow(vec(1) + " * (" + at(x) + " - mean) / std::sqrt(var + " + eps + ") + " + vec(2), t) + "; }");
+    w.Line("w1[l] = " + Narrow("mean", t) + ";");
+    w.Line("w2[l] = " + Narrow("var", t) + ";");
+  } else if (!grad) {
+    w.Line(each + " { " + index + " w0[e] = " +
+           Narrow(vec(1) + " * (" + at(x) + " - " + vec(3) + ") / std::sqrt(" + vec(4) + " + " + eps + ") + " + vec(2),
+                  t) +
+           "; }");
+  } else {
+    const Leaf& gy = in[4];
+    w.Line("const " + ct + " mean = " + vec(2) + ", var = " + vec(3) + ";");
+    w.Line(ct + " sum_gy = 0, sum_gyx = 0;");
+    w.Line(each + " { " + index + " sum_gy += " + at(gy) + "; sum_gyx += " + at(gy) + " * (" + at(x) + " - mean); }");
+    w.Line("const " + ct + " d = sum_gy / " + m + ";");
+    w.Line("const " + ct + " c = sum_gyx / (var + " + eps + ") / " + m + ";");
+    w.Line("const " + ct + " k = " + vec(1) + " / std::sqrt(var + " + eps + ");");
+    w.Line(each + " { " + index + " w0[e] = " + Narrow("k * (" + at(gy) + " - d - c * (" + at(x) + " - mean))", t) +
+           "; }");
+    w.Line("w1[l] = " + Narrow("sum_gyx / std::sqrt(var + " + eps + ")", t) + ";");
+    w.Line("w2[l] = " + Narrow("sum_gy", t) + ";");
+  }
+  w.Close();
+  w.Close();
+  for (const auto& leaf : v) {
+    w.Line("const " + std::string(CType(leaf.type)) + "* " + leaf.name + " = " + BufName(leaf.name) + ".data();");
+  }
+  values_[inst.id()] = v;
+  return {};
+}
+
 // ---- gather, scatter -----------------------------------------------------------------
 
 namespace {
@@ -2086,8 +2466,10 @@ std::vector<std::string> SupportedOpcodes() {
                                   "slice", "dynamic-slice", "dynamic-update-slice", "concatenate", "pad", "reverse",
                                   "dot", "gather", "scatter", "reduce", "map", "call", "fusion", "tuple",
                                   "get-tuple-element", "opt-barrier", "optimization-barrier", "all-reduce",
-                                  "all-gather", "reduce-scatter",
+                                  "all-gather", "reduce-scatter", "while", "rng-bit-generator",
+                                  "batch-norm-training", "batch-norm-inference", "batch-norm-grad",
                                   "custom-call:AwsNeuronTransferWithStaticRing"};
+  for (const char* target : kNeuronCustomCalls) out.push_back(std::string("custom-call:") + target);
   for (const auto& e : kElementwiseOps) out.push_back(e.opcode);
   for (const char* op : {"compare", "convert", "bitcast-convert", "select", "is-finite", "not"}) out.push_back(op);
   std::sort(out.begin(), out.end());

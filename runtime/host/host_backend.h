@@ -24,16 +24,87 @@
 //   shift-right-arithmetic negate abs sign floor ceil round-nearest-afz
 //   round-nearest-even exponential exponential-minus-one log log-plus-one
 //   logistic sqrt rsqrt cbrt sine cosine tan tanh erf is-finite popcnt
-//   count-leading-zeros; custom-call AwsNeuronTransferWithStaticRing (a
-//   torch-neuronx transfer hint on weights) is the identity; all-reduce,
-//   all-gather and reduce-scatter with one participant are the identity on
-//   each operand (the host backend runs a single replica: every replica group
-//   must have at most one member, and no groups means all replicas, i.e. this
-//   one; a collective with more participants fails the compile, naming them).
-// Anything else (other custom-calls, while, conditional, sort, reduce-window,
-// collectives over several replicas, rng, ...) makes GenerateCpp fail with an Error naming the
-// opcode, the instruction and the computation. Only instructions reachable
-// from a computation's root are compiled (dead code is ignored).
+//   count-leading-zeros, while, rng-bit-generator, batch-norm-training,
+//   batch-norm-inference, batch-norm-grad, the collectives all-reduce
+//   all-gather reduce-scatter (one participant), and the custom-calls
+//   AwsNeuronTransferWithStaticRing, AwsNeuronGelu, AwsNeuronGeluBackward,
+//   AwsNeuronSoftmax and AwsNeuronSoftmaxBackward (below).
+// Anything else (other custom-calls, conditional, sort, reduce-window,
+// convolution, collectives over several replicas, rng-bit-generator
+// with ThreeFry, ...) makes GenerateCpp fail with an Error naming the opcode
+// (and a custom-call's target), the instruction and the computation. Only
+// instructions reachable from a computation's root are compiled (dead code is
+// ignored). A constant whose values were elided in the HLO text it was read
+// from (`constant({...})`, marked by the text reader's attribute
+// npc_elided_constant) fails the compile, naming the constant: its values are
+// unknown and are never made up (nor taken as extra inputs).
+//
+// The ops added for real torch-neuronx / JAX graphs, and where their
+// definitions come from:
+//  - AwsNeuronTransferWithStaticRing (torch-neuronx's transfer hint on
+//    weights) is the identity on its operand.
+//  - while (body and condition computations, XLA's called_computation_ids
+//    order {body, condition}; the state may be a tuple): runs the body while
+//    the condition returns true; no iteration limit.
+//  - rng-bit-generator(state) -> (new state, bits): XLA's Philox bit generator
+//    (xla/hlo/builder/lib/prng.cc, selected by XLA's RngBitGeneratorExpander):
+//    Philox4x32-10 (Salmon et al., SC 2011; Random123's known-answer vectors
+//    hold) with the 64-bit key state[0] and a 128-bit counter: for state
+//    u64[3], low word state[1], high word state[2]; for state u64[2], low word
+//    state[1] and high word state[0] (XLA reverses the two-word state). Block
+//    j is Philox of counter + j; 32-bit (and narrower: their low bits) results
+//    take the block's four words in order, 64-bit results two words each (low
+//    word first); the new state is {key, counter + blocks} (u64[2]: the low
+//    word only). algorithm rng_philox and rng_default (which XLA's CPU and GPU
+//    backends also expand to Philox; on Trainium rng_default is the Neuron
+//    compiler's choice, so bits differ from a device run) are accepted;
+//    rng_three_fry fails the compile. Bits are integers (s8..s64, u8..u64).
+//  - batch-norm-training (x, scale, offset) -> (y, mean, variance),
+//    batch-norm-inference (x, scale, offset, mean, variance) -> y,
+//    batch-norm-grad (x, scale, mean, variance, grad_y) -> (grad_x,
+//    grad_scale, grad_offset): XLA's operation semantics (torch-xla emits
+//    them for layer norm). Per feature l (dimension feature_index), over the
+//    m elements of the other dimensions in row-major order, in the compute
+//    type, each result rounded once: mean = sum(x)/m, variance =
+//    sum((x-mean)^2)/m (biased, two passes), y = scale*(x-mean)/sqrt(variance
+//    + epsilon) + offset; d = sum(gy)/m, c = sum(gy*(x-mean))/(variance +
+//    epsilon)/m, grad_x = scale/sqrt(variance+epsilon) * (gy - d -
+//    c*(x-mean)), grad_scale = sum(gy*(x-mean))/sqrt(variance+epsilon),
+//    grad_offset = sum(gy). (XLA's CPU backend expands these differently, e.g.
+//    variance as E[x^2] - E[x]^2, so its last bits may differ.)
+//  - all-reduce, all-gather, reduce-scatter: the host backend runs one
+//    replica. A collective is compiled when it has one participant: every
+//    replica group has at most one member, or there are no groups (which in
+//    XLA means all replicas, i.e. this one); it is then the identity on each
+//    operand. A group with more members (e.g. replica_groups={{0,1}}) fails the
+//    compile, naming the count. (collective-permute and all-to-all do not occur
+//    in the corpus and are not compiled.)
+//  - AwsNeuronGelu(x) = x * Phi(x) = x/2 * (1 + erf(x/sqrt(2))), the exact GELU,
+//    and AwsNeuronGeluBackward(x) = dGELU/dx = Phi(x) + x * phi(x), each with
+//    one operand and the operand's shape, floating point. Evidence: (a) the
+//    backward call in the corpus (bert__bert_single_graph_4.hlo,
+//    %custom-call.101) takes only x (the forward's input, %add.834) and its
+//    result is multiplied by the incoming gradient in the same graph
+//    (%multiply.6, op_name xla___op_GeluBackwardImpl), so it is the derivative,
+//    not grad * derivative; (b) the Neuron compiler knows a separate target
+//    for the tanh approximation, AwsNeuronGeluApprxTanh (its documented list
+//    of recognised custom-call targets, error NCC_EVRF015), as NKI has gelu and
+//    gelu_apprx_tanh; (c) the BERT graphs come from torch's default
+//    F.gelu(approximate='none'). Caveat: transformers-neuronx's gelu_new (the
+//    tanh approximation in Hugging Face) also emits AwsNeuronGelu, so a device
+//    may differ from this by the approximation's error (< 1e-3 absolute).
+//  - AwsNeuronSoftmax(x) = exp(x - max_d x) / sum_d exp(x - max_d x) and
+//    AwsNeuronSoftmaxBackward(y, dy) = y * (dy - sum_d(dy * y)), where y is the
+//    forward's output and dy the incoming gradient, d the dimension given as
+//    the backend_config, a bare decimal number ("2"); floating point, result
+//    and operands of one shape; a missing or out-of-range dimension fails the
+//    compile. No corpus graph uses them (torch-xla lowers softmax to plain
+//    HLO there); the definition follows the producers: transformers-neuronx
+//    writes AwsNeuronSoftmax(logits) with backend_config=str(dim), and the
+//    Neuron compiler's softmax passes raise exactly exp/max/sum/divide (and the
+//    gradient y*(dy - sum(dy*y))) into these calls, operands {y, dy}. Max and
+//    sums run over the dimension in index order, in the compute type (f32 for
+//    bf16/f16), rounded once.
 //
 // Semantics worth knowing (all defined, no undefined behaviour):
 //  - integer add/subtract/multiply/negate/abs wrap around (two's complement);
@@ -74,7 +145,7 @@ namespace npc::host {
 
 // Version of the generated code; part of the host compiler's identity in the
 // cache. Bump when GenerateCpp's output for some module changes.
-inline constexpr int kCodegenVersion = 2;
+inline constexpr int kCodegenVersion = 3;
 
 // Version of the artifact ABI below; npc_host_abi_version() returns it.
 inline constexpr int kAbiVersion = 1;

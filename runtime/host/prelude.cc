@@ -7,8 +7,11 @@ namespace npc::host {
 const char kPrelude[] = R"PRELUDE(#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <cstddef>
 #include <limits>
+#include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -223,8 +226,117 @@ template <class T> inline s64 npc_start_index(T x, s64 limit) {
   }
   return v < 0 ? 0 : v > limit ? limit : v;
 }
+// Large blocks freed during one npc_host_run, kept (at most four) for the
+// next buffer of the same size: fresh memory costs a page fault per page. The
+// pool belongs to the run on this thread and is emptied when it ends.
+struct npc_pool {
+  struct Block { std::size_t bytes; void* p; };
+  std::vector<Block> blocks;
+  npc_pool() = default;
+  npc_pool(const npc_pool&) = delete;
+  npc_pool& operator=(const npc_pool&) = delete;
+  ~npc_pool() { for (const Block& b : blocks) ::operator delete(b.p); }
+};
+inline npc_pool*& npc_current_pool() {
+  thread_local npc_pool* pool = nullptr;
+  return pool;
+}
+inline void* npc_alloc(std::size_t bytes) {
+  if (npc_pool* pool = npc_current_pool()) {
+    for (std::size_t i = 0; i < pool->blocks.size(); ++i) {
+      if (pool->blocks[i].bytes == bytes) {
+        void* p = pool->blocks[i].p;
+        pool->blocks.erase(pool->blocks.begin() + static_cast<std::ptrdiff_t>(i));
+        return p;
+      }
+    }
+  }
+  return ::operator new(bytes);
+}
+inline void npc_free(void* p, std::size_t bytes) {
+  npc_pool* pool = npc_current_pool();
+  if (pool != nullptr && bytes >= (std::size_t{1} << 20) && pool->blocks.size() < 4) {
+    pool->blocks.push_back({bytes, p});
+    return;
+  }
+  ::operator delete(p);
+}
+// Makes `pool` the current thread's pool for the lifetime of this object.
+struct npc_pool_scope {
+  explicit npc_pool_scope(npc_pool* pool) { npc_current_pool() = pool; }
+  ~npc_pool_scope() { npc_current_pool() = nullptr; }
+};
+
+// A heap buffer of n elements of a trivial type, left uninitialized unless a
+// fill value is given (every op writes all of its result before it is read).
+template <class T> class npc_buf {
+ public:
+  explicit npc_buf(s64 n) : n_(n > 0 ? n : 0) {
+    if (n_ > 0) p_ = static_cast<T*>(npc_alloc(bytes()));
+  }
+  npc_buf(s64 n, T fill) : npc_buf(n) {
+    for (s64 i = 0; i < n_; ++i) p_[i] = fill;
+  }
+  npc_buf(const npc_buf&) = delete;
+  npc_buf& operator=(const npc_buf&) = delete;
+  ~npc_buf() { release(); }
+  T* data() { return p_; }
+  void swap(npc_buf& other) {
+    std::swap(p_, other.p_);
+    std::swap(n_, other.n_);
+  }
+  void release() {
+    if (p_ != nullptr) npc_free(p_, bytes());
+    p_ = nullptr;
+    n_ = 0;
+  }
+
+ private:
+  std::size_t bytes() const { return static_cast<std::size_t>(n_) * sizeof(T); }
+  T* p_ = nullptr;
+  s64 n_ = 0;
+};
 template <class T> inline void npc_copy(T* dst, const T* src, s64 n) {
   if (n > 0) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
+}
+
+// GELU, exact form: x * Phi(x) = x/2 * (1 + erf(x / sqrt(2))), and its
+// derivative Phi(x) + x * phi(x) (phi: the standard normal density).
+template <class T> inline T npc_gelu(T x) {
+  return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+}
+template <class T> inline T npc_gelu_dx(T x) {
+  const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  return cdf + x * std::exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+}
+
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+// 3", SC 2011) on the 128-bit counter x[0..3] (least significant word first)
+// with the 64-bit key (k0, k1), in place.
+inline void npc_philox4x32_10(u32 x[4], u32 k0, u32 k1) {
+  for (int round = 0; round < 10; ++round) {
+    const u64 a = static_cast<u64>(x[0]) * 0xD2511F53u;
+    const u64 b = static_cast<u64>(x[2]) * 0xCD9E8D57u;
+    const u32 y0 = static_cast<u32>(b >> 32) ^ x[1] ^ k0;
+    const u32 y2 = static_cast<u32>(a >> 32) ^ x[3] ^ k1;
+    x[0] = y0;
+    x[1] = static_cast<u32>(b);
+    x[2] = y2;
+    x[3] = static_cast<u32>(a);
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+// Output block j of XLA's Philox bit generator: Philox4x32-10 of the 128-bit
+// counter (hi:lo) + j under the 64-bit key.
+inline void npc_philox_block(u64 key, u64 lo, u64 hi, u64 j, u32 out[4]) {
+  const u64 c_lo = lo + j;
+  const u64 c_hi = c_lo < lo ? hi + 1 : hi;
+  out[0] = static_cast<u32>(c_lo);
+  out[1] = static_cast<u32>(c_lo >> 32);
+  out[2] = static_cast<u32>(c_hi);
+  out[3] = static_cast<u32>(c_hi >> 32);
+  npc_philox4x32_10(out, static_cast<u32>(key), static_cast<u32>(key >> 32));
 }
 
 }  // namespace

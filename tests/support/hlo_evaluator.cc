@@ -11,6 +11,7 @@
 #include "support/hlo_evaluator.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -229,16 +230,57 @@ struct Value {
   int64_t count() const { return Product(dims); }
 };
 
+// The storage of large arrays dropped during one evaluation (at most two of
+// each kind), reused for the next arrays: fresh memory costs a page fault per
+// page, which dominates on large modules. Active only inside EvaluateHlo on
+// this thread, and emptied when it returns.
+struct StoragePool {
+  bool active = false;
+  std::vector<std::vector<double>> floats;
+  std::vector<std::vector<int64_t>> ints;
+};
+thread_local StoragePool storage_pool;
+
+constexpr size_t kPooledElements = size_t{1} << 20;
+
+template <class T>
+void TakeStorage(std::vector<std::vector<T>>& pooled, std::vector<T>& into, int64_t n) {
+  if (storage_pool.active && static_cast<size_t>(n) >= kPooledElements) {
+    for (size_t i = 0; i < pooled.size(); ++i) {
+      if (pooled[i].capacity() >= static_cast<size_t>(n)) {
+        into = std::move(pooled[i]);
+        pooled.erase(pooled.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    }
+  }
+  into.assign(n, T{0});
+}
+
+template <class T>
+void GiveStorage(std::vector<std::vector<T>>& pooled, std::vector<T>& from) {
+  if (storage_pool.active && from.capacity() >= kPooledElements && pooled.size() < 2) {
+    pooled.push_back(std::move(from));
+  }
+}
+
 Value MakeArray(PrimitiveType type, std::vector<int64_t> dims) {
   Value v;
   v.type = type;
   v.dims = std::move(dims);
   if (IsFloat(type)) {
-    v.floats.assign(v.count(), 0.0);
+    TakeStorage(storage_pool.floats, v.floats, v.count());
   } else {
-    v.ints.assign(v.count(), 0);
+    TakeStorage(storage_pool.ints, v.ints, v.count());
   }
   return v;
+}
+
+// Hands the storage of a value no longer needed to the pool.
+void Recycle(Value& v) {
+  GiveStorage(storage_pool.floats, v.floats);
+  GiveStorage(storage_pool.ints, v.ints);
+  for (Value& e : v.elements) Recycle(e);
 }
 
 Value MakeTuple(std::vector<Value> elements) {
@@ -811,11 +853,264 @@ void ConvertElement(const Value& in, int64_t i, PrimitiveType to, Value& out, in
   }
 }
 
+using Operands = std::vector<const Value*>;
+
+// ---- rng-bit-generator: XLA's Philox bit generator ----
+//
+// The counter is a 128-bit number; block j of the output stream is
+// Philox4x32-10(counter + j, key), four 32-bit words, least significant word
+// of the counter first. The stream's words are used in order: one per element
+// of 32 bits or less (its low bits), two per 64-bit element (low word first).
+
+using Uint128 = unsigned __int128;
+
+// One Philox4x32-10 block: 10 rounds, the key bumped by the Weyl constants
+// after each.
+std::array<uint32_t, 4> PhiloxBlock(Uint128 counter, uint64_t key) {
+  uint32_t c[4];
+  for (int i = 0; i < 4; ++i) c[i] = static_cast<uint32_t>(counter >> (32 * i));
+  uint32_t k[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t lo_product = uint64_t{0xD2511F53} * c[0];
+    const uint64_t hi_product = uint64_t{0xCD9E8D57} * c[2];
+    const uint32_t next[4] = {static_cast<uint32_t>(hi_product >> 32) ^ c[1] ^ k[0],
+                              static_cast<uint32_t>(hi_product),
+                              static_cast<uint32_t>(lo_product >> 32) ^ c[3] ^ k[1],
+                              static_cast<uint32_t>(lo_product)};
+    std::copy(next, next + 4, c);
+    k[0] += 0x9E3779B9u;
+    k[1] += 0xBB67AE85u;
+  }
+  return {c[0], c[1], c[2], c[3]};
+}
+
+Result<Value> RngBitGenerator(const HloInstructionProto& inst, const Value& state) {
+  if (inst.rng_algorithm() != xla::RNG_DEFAULT && inst.rng_algorithm() != xla::RNG_PHILOX) {
+    return MakeError("rng-bit-generator algorithm " + xla::RandomAlgorithm_Name(inst.rng_algorithm()) +
+                     " is not supported (Philox only)");
+  }
+  if (state.is_tuple() || state.type != xla::U64 || state.dims.size() != 1 ||
+      (state.dims[0] != 2 && state.dims[0] != 3)) {
+    return MakeError("rng-bit-generator state " + Describe(state) + " is not u64[2] or u64[3]");
+  }
+  const ShapeProto& shape = inst.shape();
+  if (shape.element_type() != xla::TUPLE || shape.tuple_shapes_size() != 2 ||
+      !IsInteger(shape.tuple_shapes(1).element_type())) {
+    return MakeError("rng-bit-generator result " + hlo::ShapeToString(shape) + " is not (state, integer bits)");
+  }
+  const uint64_t key = static_cast<uint64_t>(state.ints[0]);
+  // XLA's expander: a u64[3] state holds {key, counter low, counter high}; a
+  // u64[2] state is reversed into the counter, so its high word is the key.
+  const uint64_t low = static_cast<uint64_t>(state.ints[1]);
+  const uint64_t high = state.dims[0] == 3 ? static_cast<uint64_t>(state.ints[2]) : key;
+  const Uint128 counter = (static_cast<Uint128>(high) << 64) | low;
+
+  const PrimitiveType type = shape.tuple_shapes(1).element_type();
+  Value bits = MakeArray(type, DimsOf(shape.tuple_shapes(1)));
+  const bool wide = ElementSize(type) == 8;
+  const int64_t words = bits.count() * (wide ? 2 : 1);
+  const int64_t blocks = (words + 3) / 4;
+  std::vector<uint32_t> stream;
+  stream.reserve(blocks * 4);
+  for (int64_t j = 0; j < blocks; ++j) {
+    for (uint32_t word : PhiloxBlock(counter + static_cast<Uint128>(j), key)) stream.push_back(word);
+  }
+  for (int64_t e = 0; e < bits.count(); ++e) {
+    if (wide) {
+      bits.ints[e] = static_cast<int64_t>(uint64_t{stream[2 * e]} | (uint64_t{stream[2 * e + 1]} << 32));
+    } else {
+      bits.ints[e] = WrapToType(type, stream[e]);
+    }
+  }
+  const Uint128 next = counter + static_cast<Uint128>(blocks);
+  Value new_state = MakeArray(xla::U64, state.dims);
+  new_state.ints[0] = static_cast<int64_t>(key);
+  new_state.ints[1] = static_cast<int64_t>(static_cast<uint64_t>(next));
+  if (state.dims[0] == 3) new_state.ints[2] = static_cast<int64_t>(static_cast<uint64_t>(next >> 64));
+  return MakeTuple({std::move(new_state), std::move(bits)});
+}
+
+// ---- Neuron custom-calls ----
+
+// Computes `fn` in float (f32, bf16, f16) or double (f64) and rounds to the
+// result type.
+template <class Fn>
+double InComputeType(PrimitiveType t, double x, Fn&& fn) {
+  if (t == xla::F64) return fn(x);
+  return RoundToType(t, fn(static_cast<float>(x)));
+}
+
+// GELU x * Phi(x) with Phi(x) = (1 + erf(x / sqrt 2)) / 2, and its derivative
+// Phi(x) + x * exp(-x^2 / 2) / sqrt(2 pi).
+Result<Value> NeuronGelu(const HloInstructionProto& inst, const Value& x, bool derivative) {
+  if (!IsFloat(x.type)) return MakeError(inst.custom_call_target() + " of " + Describe(x));
+  Value out = MakeArray(x.type, x.dims);
+  for (int64_t i = 0; i < out.count(); ++i) {
+    out.floats[i] = InComputeType(x.type, x.floats[i], [derivative](auto v) {
+      using F = decltype(v);
+      const F phi_cdf = F(0.5) * (F(1) + std::erf(v / std::sqrt(F(2))));
+      if (!derivative) return v * phi_cdf;
+      const F density = std::exp(-v * v / F(2)) / std::sqrt(F(2) * F(3.14159265358979323846));
+      return phi_cdf + v * density;
+    });
+  }
+  return out;
+}
+
+// Softmax along the dimension named by backend_config (a decimal number):
+// forward exp(x - max) / sum exp(x - max); backward (y, dy) y * (dy - sum(dy * y)).
+// Computed in float (double for f64) along the dimension in index order, rounded once.
+Result<Value> NeuronSoftmax(const HloInstructionProto& inst, const Operands& ops, bool backward) {
+  const std::string& cfg = inst.backend_config();
+  const Value& first = *ops[0];
+  if (!IsFloat(first.type)) return MakeError(inst.custom_call_target() + " of " + Describe(first));
+  for (const Value* v : ops) {
+    if (v->type != first.type || v->dims != first.dims) return MakeError("softmax operands differ in shape");
+  }
+  if (cfg.empty() || cfg.size() > 9 || !std::all_of(cfg.begin(), cfg.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      std::stoll(cfg) >= static_cast<int64_t>(first.dims.size())) {
+    return MakeError(inst.custom_call_target() + " backend_config '" + cfg + "' is not a dimension of " +
+                     Describe(first));
+  }
+  const size_t axis = static_cast<size_t>(std::stoll(cfg));
+  Value out = MakeArray(first.type, first.dims);
+  std::vector<int64_t> rows = first.dims;
+  rows[axis] = 1;
+  auto run = [&](auto zero) {
+    using F = decltype(zero);
+    ForEachIndex(rows, [&](const std::vector<int64_t>& start) {
+      std::vector<int64_t> index = start;
+      auto at = [&](const Value& v, int64_t k) {
+        index[axis] = k;
+        return static_cast<F>(v.floats[Linear(v.dims, index)]);
+      };
+      const int64_t n = first.dims[axis];
+      if (!backward) {
+        F m = -std::numeric_limits<F>::infinity();
+        for (int64_t k = 0; k < n; ++k) {
+          const F x = at(first, k);
+          if (std::isnan(x) || x > m) m = std::isnan(m) ? m : x;
+        }
+        F sum = 0;
+        for (int64_t k = 0; k < n; ++k) sum += std::exp(at(first, k) - m);
+        for (int64_t k = 0; k < n; ++k) {
+          const F y = std::exp(at(first, k) - m) / sum;
+          out.floats[Linear(out.dims, index)] = RoundToType(first.type, y);
+        }
+      } else {
+        const Value& y = *ops[0];
+        const Value& dy = *ops[1];
+        F sum = 0;
+        for (int64_t k = 0; k < n; ++k) sum += at(dy, k) * at(y, k);
+        for (int64_t k = 0; k < n; ++k) {
+          const F dx = at(y, k) * (at(dy, k) - sum);
+          out.floats[Linear(out.dims, index)] = RoundToType(first.type, dx);
+        }
+      }
+    });
+  };
+  if (first.type == xla::F64) {
+    run(0.0);
+  } else {
+    run(0.0f);
+  }
+  return out;
+}
+
+// ---- batch normalization (XLA's operation semantics) ----
+//
+// Per feature l of dimension feature_index, over the m elements with that
+// feature index in row-major order; float (double for f64) arithmetic, each
+// result rounded once. training: mean = sum(x)/m, var = sum((x-mean)^2)/m,
+// y = scale*(x-mean)/sqrt(var+eps) + offset; inference: the same with the given
+// mean and var; grad: d = sum(gy)/m, c = sum(gy*(x-mean))/(var+eps)/m,
+// gx = scale/sqrt(var+eps) * (gy - d - c*(x-mean)),
+// gscale = sum(gy*(x-mean))/sqrt(var+eps), goffset = sum(gy).
+Result<Value> BatchNorm(const HloInstructionProto& inst, const Operands& ops) {
+  const std::string& op = inst.opcode();
+  const Value& x = *ops[0];
+  if (!IsFloat(x.type)) return MakeError(op + " of " + Describe(x));
+  const int64_t fd = inst.feature_index();
+  if (fd < 0 || fd >= static_cast<int64_t>(x.dims.size())) {
+    return MakeError(op + " feature_index " + std::to_string(fd) + " out of range for " + Describe(x));
+  }
+  const int64_t features = x.dims[fd];
+  for (size_t i = 1; i < ops.size(); ++i) {
+    const bool like_x = op == "batch-norm-grad" && i == 4;
+    if (ops[i]->type != x.type || ops[i]->dims != (like_x ? x.dims : std::vector<int64_t>{features})) {
+      return MakeError(op + " operand " + std::to_string(i) + " " + Describe(*ops[i]) + " does not fit " +
+                       Describe(x));
+    }
+  }
+  Value y = MakeArray(x.type, x.dims);
+  Value second = MakeArray(x.type, {features});
+  Value third = MakeArray(x.type, {features});
+  auto run = [&](auto zero) {
+    using F = decltype(zero);
+    const F m = static_cast<F>(x.count() / std::max<int64_t>(features, 1));
+    const F eps = static_cast<F>(inst.epsilon());
+    std::vector<int64_t> others = x.dims;
+    others[fd] = 1;
+    for (int64_t l = 0; l < features; ++l) {
+      // Row-major positions of feature l.
+      std::vector<int64_t> positions;
+      ForEachIndex(others, [&](const std::vector<int64_t>& index) {
+        std::vector<int64_t> full = index;
+        full[fd] = l;
+        positions.push_back(Linear(x.dims, full));
+      });
+      auto xv = [&](int64_t p) { return static_cast<F>(x.floats[p]); };
+      auto vec = [&](size_t i) { return static_cast<F>(ops[i]->floats[l]); };
+      if (op == "batch-norm-grad") {
+        const Value& gy = *ops[4];
+        const F mean = vec(2), var = vec(3);
+        F sum_gy = 0, sum_gyx = 0;
+        for (int64_t p : positions) {
+          sum_gy += static_cast<F>(gy.floats[p]);
+          sum_gyx += static_cast<F>(gy.floats[p]) * (xv(p) - mean);
+        }
+        const F d = sum_gy / m;
+        const F c = sum_gyx / (var + eps) / m;
+        const F k = vec(1) / std::sqrt(var + eps);
+        for (int64_t p : positions) {
+          y.floats[p] = RoundToType(x.type, k * (static_cast<F>(gy.floats[p]) - d - c * (xv(p) - mean)));
+        }
+        second.floats[l] = RoundToType(x.type, sum_gyx / std::sqrt(var + eps));
+        third.floats[l] = RoundToType(x.type, sum_gy);
+        continue;
+      }
+      F mean, var;
+      if (op == "batch-norm-training") {
+        F sum = 0;
+        for (int64_t p : positions) sum += xv(p);
+        mean = sum / m;
+        F sq = 0;
+        for (int64_t p : positions) sq += (xv(p) - mean) * (xv(p) - mean);
+        var = sq / m;
+        second.floats[l] = RoundToType(x.type, mean);
+        third.floats[l] = RoundToType(x.type, var);
+      } else {
+        mean = vec(3);
+        var = vec(4);
+      }
+      for (int64_t p : positions) {
+        y.floats[p] = RoundToType(x.type, vec(1) * (xv(p) - mean) / std::sqrt(var + eps) + vec(2));
+      }
+    }
+  };
+  if (x.type == xla::F64) {
+    run(0.0);
+  } else {
+    run(0.0f);
+  }
+  if (op == "batch-norm-inference") return y;
+  return MakeTuple({std::move(y), std::move(second), std::move(third)});
+}
+
 // ---------------------------------------------------------------------------
 // 4. The evaluator
 // ---------------------------------------------------------------------------
 
-using Operands = std::vector<const Value*>;
 
 constexpr int64_t kMaxWhileIterations = 10'000'000;
 constexpr int kMaxCallDepth = 200;
@@ -827,7 +1122,9 @@ class Evaluator {
   }
 
   // Evaluates computation `c` with `args` as its parameters.
-  Result<Value> Run(const HloComputationProto& c, const std::vector<Value>& args);
+  // Each parameter's value is moved out of `args` (a computation has one
+  // parameter instruction per number).
+  Result<Value> Run(const HloComputationProto& c, std::vector<Value> args);
 
  private:
   // The instructions of a computation reachable from its root, operands
@@ -840,7 +1137,7 @@ class Evaluator {
   Result<const Plan*> GetPlan(const HloComputationProto& c);
   Result<const HloComputationProto*> Callee(const HloInstructionProto& inst, int index) const;
   Result<Value> Evaluate(const HloInstructionProto& inst, const Operands& ops,
-                         const std::vector<Value>& args);
+                         std::vector<Value>& args);
 
   // Op groups.
   Result<Value> Unary(const HloInstructionProto& inst, const Value& a);
@@ -939,7 +1236,7 @@ Result<const Evaluator::Plan*> Evaluator::GetPlan(const HloComputationProto& c) 
   return &plans_.emplace(c.id(), std::move(plan)).first->second;
 }
 
-Result<Value> Evaluator::Run(const HloComputationProto& c, const std::vector<Value>& args) {
+Result<Value> Evaluator::Run(const HloComputationProto& c, std::vector<Value> args) {
   if (depth_ >= kMaxCallDepth) {
     return MakeError("hlo evaluator: computations nested more than " +
                      std::to_string(kMaxCallDepth) + " deep (in " + c.name() + ")");
@@ -964,7 +1261,10 @@ Result<Value> Evaluator::Run(const HloComputationProto& c, const std::vector<Val
     values[inst->id()] = std::move(*result);
     // Drop values no later instruction reads.
     for (int64_t id : inst->operand_ids()) {
-      if (--remaining_uses[id] == 0 && id != c.root_id()) values.erase(id);
+      if (--remaining_uses[id] == 0 && id != c.root_id()) {
+        Recycle(values.at(id));
+        values.erase(id);
+      }
     }
   }
   return std::move(values.at(c.root_id()));
@@ -1003,7 +1303,7 @@ Result<int64_t> IndexValue(const Value& v, int64_t pos = 0) {
 }
 
 Result<Value> Evaluator::Evaluate(const HloInstructionProto& inst, const Operands& ops,
-                                  const std::vector<Value>& args) {
+                                  std::vector<Value>& args) {
   const std::string& op = inst.opcode();
   const PrimitiveType type = inst.shape().element_type();
   // `n` array operands.
@@ -1014,7 +1314,7 @@ Result<Value> Evaluator::Evaluate(const HloInstructionProto& inst, const Operand
     if (n < 0 || n >= static_cast<int64_t>(args.size())) {
       return MakeError("parameter " + std::to_string(n) + " of " + std::to_string(args.size()));
     }
-    return args[n];
+    return std::move(args[n]);
   }
   if (op == "constant") {
     if (inst.frontend_attributes().map().count(hlo::kElidedConstantAttribute)) {
@@ -1147,7 +1447,7 @@ Result<Value> Evaluator::Evaluate(const HloInstructionProto& inst, const Operand
     if (!callee.ok()) return callee.error();
     std::vector<Value> call_args;
     for (const Value* v : ops) call_args.push_back(*v);
-    return Run(**callee, call_args);
+    return Run(**callee, std::move(call_args));
   }
   if (op == "custom-call" && inst.custom_call_target() == "AwsNeuronTransferWithStaticRing") {
     // torch-neuronx's hint that a weight stays on the device: the identity.
@@ -1163,6 +1463,27 @@ Result<Value> Evaluator::Evaluate(const HloInstructionProto& inst, const Operand
     std::vector<Value> elements;
     for (const Value* v : ops) elements.push_back(*v);
     return MakeTuple(std::move(elements));
+  }
+  if (op == "custom-call" && (inst.custom_call_target() == "AwsNeuronGelu" ||
+                              inst.custom_call_target() == "AwsNeuronGeluBackward")) {
+    if (Status s = check(1); !s.ok()) return s.error();
+    return NeuronGelu(inst, *ops[0], inst.custom_call_target() == "AwsNeuronGeluBackward");
+  }
+  if (op == "custom-call" && inst.custom_call_target() == "AwsNeuronSoftmax") {
+    if (Status s = check(1); !s.ok()) return s.error();
+    return NeuronSoftmax(inst, ops, false);
+  }
+  if (op == "custom-call" && inst.custom_call_target() == "AwsNeuronSoftmaxBackward") {
+    if (Status s = check(2); !s.ok()) return s.error();
+    return NeuronSoftmax(inst, ops, true);
+  }
+  if (op == "batch-norm-training" || op == "batch-norm-inference" || op == "batch-norm-grad") {
+    if (Status s = check(op == "batch-norm-training" ? 3 : 5); !s.ok()) return s.error();
+    return BatchNorm(inst, ops);
+  }
+  if (op == "rng-bit-generator") {
+    if (Status s = check(1); !s.ok()) return s.error();
+    return RngBitGenerator(inst, *ops[0]);
   }
   if (op == "custom-call") {
     return MakeError("unsupported opcode 'custom-call' (target '" + inst.custom_call_target() +
@@ -1842,24 +2163,39 @@ Result<Value> Evaluator::Dot(const HloInstructionProto& inst, const Value& lhs, 
   if (!r.ok()) return r.error();
 
   Value out = MakeArray(type, out_dims);
-  std::vector<int64_t> li(lhs.dims.size()), ri(rhs.dims.size());
+  // Row-major strides, and the offsets of the contracting positions (in
+  // row-major order of the contracting indices) within each operand.
+  auto strides = [](const std::vector<int64_t>& dims) {
+    std::vector<int64_t> st(dims.size(), 1);
+    for (size_t d = dims.size(); d-- > 1;) st[d - 1] = st[d] * dims[d];
+    return st;
+  };
+  const std::vector<int64_t> ls = strides(lhs.dims), rs = strides(rhs.dims);
+  std::vector<int64_t> lhs_offsets, rhs_offsets;
+  ForEachIndex(contracting_sizes, [&](const std::vector<int64_t>& c) {
+    int64_t lo = 0, ro = 0;
+    for (size_t i = 0; i < c.size(); ++i) {
+      lo += c[i] * ls[lhs_contracting[i]];
+      ro += c[i] * rs[rhs_contracting[i]];
+    }
+    lhs_offsets.push_back(lo);
+    rhs_offsets.push_back(ro);
+  });
   auto accumulate = [&](auto zero, auto read_lhs, auto read_rhs, auto multiply_add) {
     ForEachIndex(out_dims, [&](const std::vector<int64_t>& o) {
+      // Start of this result element's batch and free indices in each operand.
+      int64_t lbase = 0, rbase = 0;
       size_t k = 0;
       for (size_t i = 0; i < lhs_batch.size(); ++i, ++k) {
-        li[lhs_batch[i]] = o[k];
-        ri[rhs_batch[i]] = o[k];
+        lbase += o[k] * ls[lhs_batch[i]];
+        rbase += o[k] * rs[rhs_batch[i]];
       }
-      for (int64_t d : lhs_free) li[d] = o[k++];
-      for (int64_t d : rhs_free) ri[d] = o[k++];
+      for (int64_t d : lhs_free) lbase += o[k++] * ls[d];
+      for (int64_t d : rhs_free) rbase += o[k++] * rs[d];
       auto acc = zero;
-      ForEachIndex(contracting_sizes, [&](const std::vector<int64_t>& c) {
-        for (size_t i = 0; i < c.size(); ++i) {
-          li[lhs_contracting[i]] = c[i];
-          ri[rhs_contracting[i]] = c[i];
-        }
-        acc = multiply_add(acc, read_lhs(Linear(l->dims, li)), read_rhs(Linear(r->dims, ri)));
-      });
+      for (size_t c = 0; c < lhs_offsets.size(); ++c) {
+        acc = multiply_add(acc, read_lhs(lbase + lhs_offsets[c]), read_rhs(rbase + rhs_offsets[c]));
+      }
       const int64_t pos = Linear(out_dims, o);
       if (IsFloat(type)) {
         out.floats[pos] = RoundToType(type, static_cast<double>(acc));
@@ -1921,7 +2257,9 @@ std::optional<BinaryKernel> Evaluator::DirectBinaryCombiner(const HloComputation
 
 Result<std::vector<Value>> Evaluator::Combine(const HloComputationProto& c, std::vector<Value> args,
                                               size_t results) {
-  auto r = Run(c, args);
+  std::vector<PrimitiveType> types;
+  for (const Value& a : args) types.push_back(a.type);
+  auto r = Run(c, std::move(args));
   if (!r.ok()) return r.error();
   std::vector<Value> out;
   if (results == 1 && !r->is_tuple()) {
@@ -1933,7 +2271,7 @@ Result<std::vector<Value>> Evaluator::Combine(const HloComputationProto& c, std:
                      std::to_string(results) + " scalars");
   }
   for (size_t k = 0; k < results; ++k) {
-    if (out[k].is_tuple() || !out[k].dims.empty() || out[k].type != args[k].type) {
+    if (out[k].is_tuple() || !out[k].dims.empty() || k >= types.size() || out[k].type != types[k]) {
       return MakeError("computation " + c.name() + " returns " + Describe(*r) +
                        ", expected scalars of the accumulators' types");
     }
@@ -2011,7 +2349,7 @@ Result<Value> Evaluator::Map(const HloInstructionProto& inst, const Operands& op
   for (int64_t i = 0; i < out.count(); ++i) {
     std::vector<Value> args;
     for (const Value* v : ops) args.push_back(ScalarAt(*v, i));
-    auto r = Run(**fn, args);
+    auto r = Run(**fn, std::move(args));
     if (!r.ok()) return r.error();
     if (r->is_tuple() || r->type != out.type || !r->dims.empty()) {
       return MakeError("map computation returns " + Describe(*r));
@@ -2111,6 +2449,12 @@ void FlattenLeaves(Value&& v, std::vector<Tensor>& out) {
 
 Result<std::vector<Tensor>> EvaluateHlo(const xla::HloModuleProto& module,
                                         const std::vector<Tensor>& arguments) {
+  // The storage pool lives for this evaluation (not nested: the evaluator
+  // does not call EvaluateHlo).
+  struct PoolScope {
+    PoolScope() { storage_pool.active = true; }
+    ~PoolScope() { storage_pool = StoragePool(); }
+  } pool_scope;
   Status valid = hlo::ValidateModule(module, "module " + module.name());
   if (!valid.ok()) return MakeError("hlo evaluator: " + valid.error().message);
   const HloComputationProto* entry = hlo::EntryComputation(module);
@@ -2138,7 +2482,7 @@ Result<std::vector<Tensor>> EvaluateHlo(const xla::HloModuleProto& module,
   }
 
   Evaluator evaluator(module);
-  auto result = evaluator.Run(*entry, args);
+  auto result = evaluator.Run(*entry, std::move(args));
   if (!result.ok()) return result.error();
   std::vector<Tensor> outputs;
   FlattenLeaves(std::move(*result), outputs);

@@ -31,9 +31,19 @@
 // Supported opcodes: parameter constant iota broadcast reshape copy transpose
 // reverse slice concatenate pad dynamic-slice dynamic-update-slice gather
 // scatter dot reduce map call fusion while conditional tuple get-tuple-element
-// opt-barrier convert bitcast-convert compare select clamp, custom-call
-// AwsNeuronTransferWithStaticRing (torch-neuronx's transfer hint: the
-// identity), the elementwise
+// opt-barrier convert bitcast-convert compare select clamp, all-reduce
+// all-gather reduce-scatter with one participant per replica group (the
+// identity: one replica), rng-bit-generator (XLA's Philox bit generator:
+// Philox4x32-10 blocks of the 128-bit counter + j under the 64-bit key
+// state[0]; the counter is {state[1], state[2]} for a u64[3] state and
+// {state[1], state[0]} for u64[2]; algorithm rng_default or rng_philox), the
+// custom-calls AwsNeuronTransferWithStaticRing (torch-neuronx's transfer hint:
+// the identity), AwsNeuronGelu (x * Phi(x)), AwsNeuronGeluBackward (its
+// derivative Phi(x) + x * phi(x)), AwsNeuronSoftmax (x; softmax along the
+// dimension given as a decimal backend_config) and AwsNeuronSoftmaxBackward
+// (y, dy; y * (dy - sum(dy * y)) along that dimension), batch-norm-training,
+// batch-norm-inference and batch-norm-grad (XLA's formulas, per feature over
+// the other dimensions in row-major order, two-pass variance), the elementwise
 // binary ops add subtract multiply divide remainder maximum minimum power atan2
 // and or xor shift-left shift-right-logical shift-right-arithmetic, and the
 // elementwise unary ops negate abs sign not floor ceil round-nearest-afz

@@ -121,6 +121,49 @@ TEST(NpcArgsTest, Verbs) {
   EXPECT_EQ(Tool({"clean"}).options.verb, "clean");
 }
 
+TEST(NeuronParallelCompileArgsTest, AnalyzeRunsTheTrialCommand) {
+  auto p = Npc({"--command", "analyze", "--analyze-output", "/out", "--analyze-verbosity=2", "python", "train.py",
+                "--analyze-output", "kept"});
+  ASSERT_FALSE(p.exit_now) << p.message;
+  EXPECT_EQ(p.options.verb, "analyze");
+  EXPECT_TRUE(p.options.analyze_trial);
+  EXPECT_EQ(p.options.analyze_output, "/out");
+  EXPECT_EQ(p.options.analyze_verbosity, 2);
+  EXPECT_EQ(p.options.command, (Args{"python", "train.py", "--analyze-output", "kept"}));
+
+  auto defaults = Npc({"--command=analyze", "./train"});
+  ASSERT_FALSE(defaults.exit_now) << defaults.message;
+  EXPECT_EQ(defaults.options.analyze_output, "model_analysis_result");
+  EXPECT_EQ(defaults.options.analyze_verbosity, 1);
+
+  auto no_command = Npc({"--command", "analyze"});
+  EXPECT_TRUE(no_command.exit_now);
+  EXPECT_NE(no_command.exit_status, 0);
+  EXPECT_NE(no_command.message.find("needs a training command"), std::string::npos) << no_command.message;
+
+  auto bad_verbosity = Npc({"--command", "analyze", "--analyze-verbosity", "3", "./train"});
+  EXPECT_TRUE(bad_verbosity.exit_now);
+  EXPECT_NE(bad_verbosity.exit_status, 0);
+}
+
+TEST(NpcArgsTest, AnalyzeTakesFilesOrNothing) {
+  auto files = Tool({"analyze", "--analyze_output", "/r", "a.hlo", "dumps/"});
+  ASSERT_FALSE(files.exit_now) << files.message;
+  EXPECT_EQ(files.options.verb, "analyze");
+  EXPECT_FALSE(files.options.analyze_trial);
+  EXPECT_EQ(files.options.analyze_output, "/r");
+  EXPECT_EQ(files.options.command, (Args{"a.hlo", "dumps/"}));
+
+  auto cache = Tool({"analyze", "--cache", "/c"});
+  ASSERT_FALSE(cache.exit_now) << cache.message;
+  EXPECT_EQ(cache.options.cache_dir, "/c");
+  EXPECT_TRUE(cache.options.command.empty());
+
+  auto bad = Tool({"analyze", "--analyze-verbosity", "0"});
+  EXPECT_TRUE(bad.exit_now);
+  EXPECT_NE(bad.exit_status, 0);
+}
+
 TEST(NpcArgsTest, Errors) {
   for (const Args& args : {Args{}, Args{"frobnicate"}, Args{"collect"}, Args{"compile", "extra"},
                            Args{"compile-entry", "--cache", "/c"}, Args{"scan", "--nope"}}) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "npc/hlo.h"
 #include "npc/hlo_builder.h"
 
 namespace npc::testing {
@@ -913,6 +914,188 @@ TEST(HloEvaluatorTest, WhileLoop) {
   EXPECT_EQ(Values<int32_t>(outs[1]), (std::vector<int32_t>{10}));
 }
 
+// ---- rng-bit-generator, Neuron custom-calls, single-replica collectives ----
+
+xla::HloModuleProto Parse(const std::string& text) {
+  auto m = hlo::ParseHloModule(text, "test.hlo");
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? *m : xla::HloModuleProto();
+}
+
+Tensor U64(std::vector<int64_t> dims, const std::vector<uint64_t>& v) { return Make(xla::U64, dims, v); }
+
+// XLA's Philox bit generator, checked with Random123's published Philox4x32-10
+// known-answer vectors (counter words, key words -> output words):
+//   (0,0,0,0), (0,0) -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8
+//   (ffffffff x4), (ffffffff x2) -> 408f276d 41c83b0e a20bc7c6 6d5451fd
+//   (243f6a88 85a308d3 13198a2e 03707344), (a4093822 299f31d0)
+//     -> d16cfe09 94fdcceb 5001e420 24126ea1
+TEST(HloEvaluatorTest, RngBitGeneratorPhiloxKnownAnswers) {
+  auto rng = [](const std::string& state, const std::string& bits, const std::string& alg) {
+    return Parse("HloModule rng\nENTRY %main (s: " + state + ") -> (" + state + ", " + bits + ") {\n  %s = " + state +
+                 " parameter(0)\n  ROOT %r = (" + state + ", " + bits + ") rng-bit-generator(%s), algorithm=" + alg +
+                 "\n}\n");
+  };
+  const uint64_t ones = ~uint64_t{0};
+  {
+    auto out = Eval(rng("u64[3]", "u32[4]", "rng_philox"), {U64({3}, {0, 0, 0})});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(Values<uint64_t>(out[0]), (std::vector<uint64_t>{0, 1, 0}));
+    EXPECT_EQ(Values<uint32_t>(out[1]), (std::vector<uint32_t>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  }
+  {
+    // u64[3]: {key, counter low, counter high}.
+    auto out = Eval(rng("u64[3]", "u32[4]", "rng_default"),
+                    {U64({3}, {0x299f31d0a4093822ull, 0x85a308d3243f6a88ull, 0x0370734413198a2eull})});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(Values<uint32_t>(out[1]), (std::vector<uint32_t>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+  }
+  {
+    // u64[2]: {key, counter low}; the counter's high word is the key.
+    auto out = Eval(rng("u64[2]", "u32[4]", "rng_default"), {U64({2}, {ones, ones})});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(Values<uint32_t>(out[1]), (std::vector<uint32_t>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+    EXPECT_EQ(Values<uint64_t>(out[0]), (std::vector<uint64_t>{ones, 0}));
+  }
+  {
+    // 64-bit elements: two words each, low word first.
+    auto out = Eval(rng("u64[3]", "u64[2]", "rng_default"), {U64({3}, {0, 0, 0})});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(Values<uint64_t>(out[1]), (std::vector<uint64_t>{0xe169c58d6627e8d5ull, 0x9b00dbd8bc57ac4cull}));
+    EXPECT_EQ(Values<uint64_t>(out[0]), (std::vector<uint64_t>{0, 1, 0}));
+  }
+  {
+    // Five words take two blocks; the low counter word carries into the high one.
+    auto out = Eval(rng("u64[3]", "u32[5]", "rng_default"), {U64({3}, {7, ones, 5})});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(Values<uint64_t>(out[0]), (std::vector<uint64_t>{7, 1, 6}));
+    // Element 4 is word 0 of the next block, i.e. of counter (6:0).
+    auto next = Eval(rng("u64[3]", "u32[4]", "rng_default"), {U64({3}, {7, 0, 6})});
+    ASSERT_EQ(next.size(), 2u);
+    EXPECT_EQ(Values<uint32_t>(out[1])[4], Values<uint32_t>(next[1])[0]);
+  }
+  std::string e = EvalError(rng("u64[2]", "u32[4]", "rng_three_fry"), {U64({2}, {0, 0})});
+  EXPECT_NE(e.find("RNG_THREE_FRY is not supported"), std::string::npos) << e;
+}
+
+// Phi(1) = 0.8413447460685429, phi(1) = 0.24197072451914337,
+// Phi(2) = 0.9772498680518208, phi(2) = 0.05399096651318806.
+TEST(HloEvaluatorTest, NeuronGeluAndSoftmax) {
+  auto m = Parse(R"(
+HloModule neuron
+ENTRY %main (x: f32[2,3], y: f32[1,3], dy: f32[1,3]) -> (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[1,3]) {
+  %x = f32[2,3] parameter(0)
+  %y = f32[1,3] parameter(1)
+  %dy = f32[1,3] parameter(2)
+  %gelu = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronGelu"
+  %dgelu = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronGeluBackward"
+  %sm1 = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronSoftmax", backend_config="1"
+  %sm0 = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronSoftmax", backend_config="0"
+  %dsm = f32[1,3] custom-call(%y, %dy), custom_call_target="AwsNeuronSoftmaxBackward", backend_config="1"
+  ROOT %out = (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[1,3]) tuple(%gelu, %dgelu, %sm1, %sm0, %dsm)
+}
+)");
+  auto out = Eval(m, {F32({2, 3}, {1, 2, -1, 0, -2, 0}), F32({1, 3}, {0.2f, 0.3f, 0.5f}), F32({1, 3}, {1, 2, 3})});
+  ASSERT_EQ(out.size(), 5u);
+  auto near = [](const Tensor& t, const std::vector<double>& want, double tol, const char* what) {
+    auto got = Values<float>(t);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << what << " [" << i << "]";
+  };
+  near(out[0], {0.8413447461, 1.9544997361, -0.1586552539, 0, -0.0455002639, 0}, 1e-6, "gelu");
+  near(out[1],
+       {0.8413447461 + 0.2419707245, 0.9772498681 + 2 * 0.0539909665, 0.1586552539 - 0.2419707245, 0.5,
+        0.0227501319 - 2 * 0.0539909665, 0.5},
+       2e-6, "gelu backward");
+  // Along dimension 1: (1, 2, -1) and (0, -2, 0).
+  const double s = std::exp(-1.0) + 1 + std::exp(-3.0), t = 2 + std::exp(-2.0);
+  near(out[2], {std::exp(-1.0) / s, 1 / s, std::exp(-3.0) / s, 1 / t, std::exp(-2.0) / t, 1 / t}, 1e-6, "softmax d=1");
+  // Along dimension 0: columns (1, 0), (2, -2), (-1, 0).
+  near(out[3],
+       {1 / (1 + std::exp(-1.0)), 1 / (1 + std::exp(-4.0)), std::exp(-1.0) / (1 + std::exp(-1.0)),
+        std::exp(-1.0) / (1 + std::exp(-1.0)), std::exp(-4.0) / (1 + std::exp(-4.0)), 1 / (1 + std::exp(-1.0))},
+       1e-6, "softmax d=0");
+  // y * (dy - sum(dy * y)) with sum = 2.3.
+  near(out[4], {-0.26, -0.09, 0.35}, 1e-6, "softmax backward");
+
+  auto bad = Parse(R"(
+HloModule neuron
+ENTRY %main (x: f32[2,3]) -> f32[2,3] {
+  %x = f32[2,3] parameter(0)
+  ROOT %sm = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronSoftmax", backend_config="3"
+}
+)");
+  std::string e = EvalError(bad, {F32({2, 3}, {1, 2, 3, 4, 5, 6})});
+  EXPECT_NE(e.find("backend_config '3' is not a dimension"), std::string::npos) << e;
+}
+
+TEST(HloEvaluatorTest, SingleReplicaCollectivesAreIdentities) {
+  auto m = Parse(R"(
+HloModule collectives
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+ENTRY %main (x: f32[2], y: bf16[]) -> ((f32[2], bf16[]), f32[2]) {
+  %x = f32[2] parameter(0)
+  %y = bf16[] parameter(1)
+  %ar = (f32[2], bf16[]) all-reduce(%x, %y), replica_groups={}, to_apply=%add
+  %ag = f32[2] all-gather(%x), replica_groups={{0},{1}}, dimensions={0}
+  ROOT %out = ((f32[2], bf16[]), f32[2]) tuple(%ar, %ag)
+}
+)");
+  auto out = Eval(m, {F32({2}, {1.5f, -2}), Make<uint16_t>(xla::BF16, {}, {0x4040})});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(Values<float>(out[0]), (std::vector<float>{1.5f, -2}));
+  EXPECT_EQ(Values<uint16_t>(out[1]), (std::vector<uint16_t>{0x4040}));
+  EXPECT_EQ(Values<float>(out[2]), (std::vector<float>{1.5f, -2}));
+}
+
+// batch-norm-training / -inference / -grad, XLA's formulas, on numbers chosen
+// so that variance + epsilon = 6 + 3 = 9. Feature 0: x = (0, 3, 6), mean 3;
+// feature 1: x = (-3, 0, 3), mean 0; scale (2, 1), offset (1, 0).
+constexpr char kBatchNormModule[] = R"(
+HloModule batch_norm
+
+ENTRY %main (x: f32[3,2], gy: f32[3,2], scale: f32[2], offset: f32[2]) -> (f32[3,2], f32[2], f32[2], f32[3,2], f32[3,2], f32[2], f32[2]) {
+  %x = f32[3,2] parameter(0)
+  %gy = f32[3,2] parameter(1)
+  %scale = f32[2] parameter(2)
+  %offset = f32[2] parameter(3)
+  %bn = (f32[3,2], f32[2], f32[2]) batch-norm-training(%x, %scale, %offset), epsilon=3, feature_index=1
+  %y = f32[3,2] get-tuple-element(%bn), index=0
+  %mean = f32[2] get-tuple-element(%bn), index=1
+  %var = f32[2] get-tuple-element(%bn), index=2
+  %inf = f32[3,2] batch-norm-inference(%x, %scale, %offset, %mean, %var), epsilon=3, feature_index=1
+  %g = (f32[3,2], f32[2], f32[2]) batch-norm-grad(%x, %scale, %mean, %var, %gy), epsilon=3, feature_index=1
+  %gx = f32[3,2] get-tuple-element(%g), index=0
+  %gs = f32[2] get-tuple-element(%g), index=1
+  %go = f32[2] get-tuple-element(%g), index=2
+  ROOT %out = (f32[3,2], f32[2], f32[2], f32[3,2], f32[3,2], f32[2], f32[2]) tuple(%y, %mean, %var, %inf, %gx, %gs, %go)
+}
+)";
+
+TEST(HloEvaluatorTest, BatchNormTrainingInferenceAndGrad) {
+  auto out = Eval(Parse(kBatchNormModule), {F32({3, 2}, {0, -3, 3, 0, 6, 3}), F32({3, 2}, {1, 0, 2, 0, 6, 3}),
+                                            F32({2}, {2, 1}), F32({2}, {1, 0})});
+  ASSERT_EQ(out.size(), 7u);
+  auto near = [](const Tensor& t, const std::vector<float>& want, const char* what) {
+    auto got = Values<float>(t);
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << what << " [" << i << "]";
+  };
+  near(out[0], {-1, -1, 1, 0, 3, 1}, "y = scale * (x - mean) / sqrt(6 + 3) + offset");
+  near(out[1], {3, 0}, "mean");
+  near(out[2], {6, 6}, "variance");
+  near(out[3], {-1, -1, 1, 0, 3, 1}, "inference");
+  // Feature 0: d = 3, c = 15/9/3, gx = 2/3 (gy - 3 - 5/9 (x - 3)); feature 1:
+  // d = 1, c = 1/3, gx = 1/3 (gy - 1 - x/3).
+  near(out[4], {-2.f / 9, 0, -2.f / 3, -1.f / 3, 8.f / 9, 1.f / 3}, "grad x");
+  near(out[5], {5, 3}, "grad scale");
+  near(out[6], {9, 3}, "grad offset");
+}
+
 TEST(HloEvaluatorTest, ConstantsOfEveryType) {
   HloBuilder b("constants");
   auto constant = [&](xla::PrimitiveType t, std::vector<int64_t> dims,
@@ -994,9 +1177,9 @@ TEST(HloEvaluatorTest, ErrorsNameTheProblem) {
     HloBuilder b("gelu");
     Op x = b.Parameter(0, xla::F32, {2});
     Op c = Instr(b, "custom-call", {x}, Shape(xla::F32, {2}),
-                 [](xla::HloInstructionProto& i) { i.set_custom_call_target("AwsNeuronGelu"); });
+                 [](xla::HloInstructionProto& i) { i.set_custom_call_target("AwsNeuronGeluApprxTanh"); });
     std::string e = EvalError(b.Build(c), {F32({2}, {1, 2})});
-    EXPECT_NE(e.find("unsupported opcode 'custom-call' (target 'AwsNeuronGelu')"),
+    EXPECT_NE(e.find("unsupported opcode 'custom-call' (target 'AwsNeuronGeluApprxTanh')"),
               std::string::npos)
         << e;
   }

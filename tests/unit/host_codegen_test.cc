@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "host/host_backend.h"
+#include "npc/hlo.h"
 #include "npc/hlo_builder.h"
 #include "support/test_support.h"
 
@@ -589,6 +590,305 @@ TEST_F(HostCodegenTest, SingleReplicaCollectivesAreIdentities) {
   EXPECT_NE(failed.error().message.find("2 participants"), std::string::npos) << failed.error().message;
 }
 
+// ---- ops for real framework graphs: while, rng-bit-generator, Neuron custom-calls ----
+
+xla::HloModuleProto Parse(const std::string& text) {
+  auto m = hlo::ParseHloModule(text, "test.hlo");
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? *m : xla::HloModuleProto();
+}
+
+Tensor U64s(std::vector<int64_t> dims, const std::vector<uint64_t>& v) {
+  return MakeTensor(xla::U64, std::move(dims), v);
+}
+
+// A tuple-state loop over s32, u32 (wrapping) and bf16 (rounded) values:
+// i from 0 to 3; x = x * 3 + 1 in u32; f = f * 2; acc += i * i.
+constexpr char kWhileModule[] = R"(
+HloModule while_loop
+
+%cond (s: (s32[], u32[], bf16[], s32[])) -> pred[] {
+  %s = (s32[], u32[], bf16[], s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%body (s: (s32[], u32[], bf16[], s32[])) -> (s32[], u32[], bf16[], s32[]) {
+  %s = (s32[], u32[], bf16[], s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = u32[] get-tuple-element(%s), index=1
+  %f = bf16[] get-tuple-element(%s), index=2
+  %acc = s32[] get-tuple-element(%s), index=3
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %three = u32[] constant(3)
+  %uone = u32[] constant(1)
+  %x3 = u32[] multiply(%x, %three)
+  %x1 = u32[] add(%x3, %uone)
+  %two = bf16[] constant(2)
+  %f2 = bf16[] multiply(%f, %two)
+  %sq = s32[] multiply(%i1, %i1)
+  %acc1 = s32[] add(%acc, %sq)
+  ROOT %next = (s32[], u32[], bf16[], s32[]) tuple(%i1, %x1, %f2, %acc1)
+}
+
+ENTRY %main (x: u32[], f: bf16[]) -> (s32[], u32[], bf16[], s32[]) {
+  %x = u32[] parameter(0)
+  %f = bf16[] parameter(1)
+  %zero = s32[] constant(0)
+  %init = (s32[], u32[], bf16[], s32[]) tuple(%zero, %x, %f, %zero)
+  ROOT %loop = (s32[], u32[], bf16[], s32[]) while(%init), condition=%cond, body=%body
+}
+)";
+
+TEST_F(HostCodegenTest, WhileLoopWithTupleState) {
+  auto out = CompileAndRun(Parse(kWhileModule), {MakeTensor<uint32_t>(xla::U32, {}, {0xFFFFFFFFu}),
+                                                 MakeTensor<uint16_t>(xla::BF16, {}, {0x3FC0})});  // 1.5
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(Values<int32_t>(out[0]), (std::vector<int32_t>{3}));
+  // 0xFFFFFFFF * 3 + 1 = 0xFFFFFFFE, then 0xFFFFFFFB, then 0xFFFFFFF2 (mod 2^32).
+  EXPECT_EQ(Values<uint32_t>(out[1]), (std::vector<uint32_t>{0xFFFFFFF2u}));
+  EXPECT_EQ(Values<uint16_t>(out[2]), (std::vector<uint16_t>{0x4140})) << "1.5 * 2^3 = 12";
+  EXPECT_EQ(Values<int32_t>(out[3]), (std::vector<int32_t>{1 + 4 + 9}));
+}
+
+TEST_F(HostCodegenTest, WhileLoopThatNeverRunsItsBody) {
+  // The condition is false at once: the result is the initial state.
+  auto out = CompileAndRun(Parse(std::string(kWhileModule).replace(std::string(kWhileModule).find("constant(3)"), 11,
+                                                                   "constant(0)")),
+                           {MakeTensor<uint32_t>(xla::U32, {}, {7}), MakeTensor<uint16_t>(xla::BF16, {}, {0x3FC0})});
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(Values<int32_t>(out[0]), (std::vector<int32_t>{0}));
+  EXPECT_EQ(Values<uint32_t>(out[1]), (std::vector<uint32_t>{7}));
+  EXPECT_EQ(Values<uint16_t>(out[2]), (std::vector<uint16_t>{0x3FC0}));
+}
+
+// rng-bit-generator is XLA's Philox: the results are Random123's published
+// Philox4x32-10 known-answer vectors (counter, key -> output):
+//   (0,0,0,0), (0,0) -> 6627e8d5 e169c58d bc57ac4c 9b00dbd8
+//   (ffffffff x4), (ffffffff x2) -> 408f276d 41c83b0e a20bc7c6 6d5451fd
+//   (243f6a88 85a308d3 13198a2e 03707344), (a4093822 299f31d0)
+//     -> d16cfe09 94fdcceb 5001e420 24126ea1
+constexpr char kRngModule[] = R"(
+HloModule rng
+
+ENTRY %main (s3: u64[3], s2: u64[2], c: u64[3]) -> (u64[3], u32[4], u64[3], u64[2], u64[2], u32[4], u64[3], u32[5], u64[3], u16[9]) {
+  %s3 = u64[3] parameter(0)
+  %s2 = u64[2] parameter(1)
+  %c = u64[3] parameter(2)
+  %r0 = (u64[3], u32[4]) rng-bit-generator(%s3), algorithm=rng_philox
+  %a = u64[3] get-tuple-element(%r0), index=0
+  %b = u32[4] get-tuple-element(%r0), index=1
+  %r1 = (u64[3], u64[2]) rng-bit-generator(%s3), algorithm=rng_default
+  %c1 = u64[3] get-tuple-element(%r1), index=0
+  %d = u64[2] get-tuple-element(%r1), index=1
+  %r2 = (u64[2], u32[4]) rng-bit-generator(%s2), algorithm=rng_default
+  %e = u64[2] get-tuple-element(%r2), index=0
+  %f = u32[4] get-tuple-element(%r2), index=1
+  %r3 = (u64[3], u32[5]) rng-bit-generator(%c), algorithm=rng_default
+  %g = u64[3] get-tuple-element(%r3), index=0
+  %h = u32[5] get-tuple-element(%r3), index=1
+  %r4 = (u64[3], u16[9]) rng-bit-generator(%s3), algorithm=rng_default
+  %i = u64[3] get-tuple-element(%r4), index=0
+  %j = u16[9] get-tuple-element(%r4), index=1
+  ROOT %out = (u64[3], u32[4], u64[3], u64[2], u64[2], u32[4], u64[3], u32[5], u64[3], u16[9]) tuple(%a, %b, %c1, %d, %e, %f, %g, %h, %i, %j)
+}
+)";
+
+TEST_F(HostCodegenTest, RngBitGeneratorIsXlasPhilox) {
+  const uint64_t ones = ~uint64_t{0};
+  // s3 = {key 0, counter 0}; s2 = {key ~0, counter low ~0} (the high word is the key);
+  // c: a counter whose low word carries into the high word.
+  auto out = CompileAndRun(Parse(kRngModule), {U64s({3}, {0, 0, 0}), U64s({2}, {ones, ones}),
+                                               U64s({3}, {0x299f31d0a4093822ull, ones, 5})});
+  ASSERT_EQ(out.size(), 10u);
+  EXPECT_EQ(Values<uint32_t>(out[1]), (std::vector<uint32_t>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(Values<uint64_t>(out[0]), (std::vector<uint64_t>{0, 1, 0})) << "one block used";
+  // 64-bit bits take two words each, low word first.
+  EXPECT_EQ(Values<uint64_t>(out[3]), (std::vector<uint64_t>{0xe169c58d6627e8d5ull, 0x9b00dbd8bc57ac4cull}));
+  EXPECT_EQ(Values<uint64_t>(out[2]), (std::vector<uint64_t>{0, 1, 0}));
+  EXPECT_EQ(Values<uint32_t>(out[5]), (std::vector<uint32_t>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(Values<uint64_t>(out[4]), (std::vector<uint64_t>{ones, 0})) << "u64[2]: {key, counter low + 1}";
+  // Two blocks: counters (5:~0) and (6:0); the new counter is (6:1).
+  EXPECT_EQ(Values<uint64_t>(out[6]), (std::vector<uint64_t>{0x299f31d0a4093822ull, 1, 6}));
+  EXPECT_EQ(Values<uint32_t>(out[7]).size(), 5u);
+  // 16-bit bits are the low halves of 32-bit words; 9 of them take 3 blocks.
+  const auto halves = Values<uint16_t>(out[9]);
+  ASSERT_EQ(halves.size(), 9u);
+  EXPECT_EQ((std::vector<uint16_t>(halves.begin(), halves.begin() + 4)),
+            (std::vector<uint16_t>{0xe8d5, 0xc58d, 0xac4c, 0xdbd8}));
+  EXPECT_EQ(Values<uint64_t>(out[8]), (std::vector<uint64_t>{0, 3, 0}));
+
+  // The third known-answer vector, and the block after a counter: block 1 of
+  // counter c is block 0 of counter c + 1.
+  auto kat3 = CompileAndRun(Parse(kRngModule), {U64s({3}, {0x299f31d0a4093822ull, 0x85a308d3243f6a88ull,
+                                                           0x0370734413198a2eull}),
+                                                U64s({2}, {0, 0}), U64s({3}, {0, 1, 0})});
+  ASSERT_EQ(kat3.size(), 10u);
+  EXPECT_EQ(Values<uint32_t>(kat3[1]), (std::vector<uint32_t>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+  // s2 = {0, 0}: key 0, counter 0 (high word = key = 0): the first vector again.
+  EXPECT_EQ(Values<uint32_t>(kat3[5]), (std::vector<uint32_t>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  const auto after = Values<uint32_t>(kat3[7]);  // counter 1
+  ASSERT_EQ(after.size(), 5u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(halves[4 + k], static_cast<uint16_t>(after[k])) << "element " << 4 + k << " of counter 0 is element "
+                                                               << k << " of counter 1";
+  }
+}
+
+TEST_F(HostCodegenTest, RngBitGeneratorRefusesThreeFry) {
+  auto m = Parse(R"(
+HloModule rng3
+ENTRY %main (s: u64[2]) -> (u64[2], u32[4]) {
+  %s = u64[2] parameter(0)
+  ROOT %r = (u64[2], u32[4]) rng-bit-generator(%s), algorithm=rng_three_fry
+}
+)");
+  auto src = host::GenerateCpp(m);
+  ASSERT_FALSE(src.ok());
+  EXPECT_NE(src.error().message.find("rng_three_fry is not supported"), std::string::npos) << src.error().message;
+  EXPECT_NE(src.error().message.find("%r"), std::string::npos) << src.error().message;
+  auto failures = host::UnsupportedOpcodes(m);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_TRUE(failures.count("rng-bit-generator"));
+}
+
+constexpr char kNeuronModule[] = R"(
+HloModule neuron_custom_calls
+
+ENTRY %main (x: f32[2,3], y: f32[1,3], dy: f32[1,3], h: bf16[3]) -> (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[1,3], bf16[3], bf16[3]) {
+  %x = f32[2,3] parameter(0)
+  %y = f32[1,3] parameter(1)
+  %dy = f32[1,3] parameter(2)
+  %h = bf16[3] parameter(3)
+  %gelu = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronGelu"
+  %dgelu = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronGeluBackward"
+  %sm1 = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronSoftmax", backend_config="1"
+  %sm0 = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronSoftmax", backend_config="0"
+  %dsm = f32[1,3] custom-call(%y, %dy), custom_call_target="AwsNeuronSoftmaxBackward", backend_config="1"
+  %hgelu = bf16[3] custom-call(%h), custom_call_target="AwsNeuronGelu"
+  %hsm = bf16[3] custom-call(%h), custom_call_target="AwsNeuronSoftmax", backend_config="0"
+  ROOT %out = (f32[2,3], f32[2,3], f32[2,3], f32[2,3], f32[1,3], bf16[3], bf16[3]) tuple(%gelu, %dgelu, %sm1, %sm0, %dsm, %hgelu, %hsm)
+}
+)";
+
+// Values: Phi(1) = 0.8413447460685429, phi(1) = exp(-1/2)/sqrt(2 pi) =
+// 0.24197072451914337, Phi(2) = 0.9772498680518208, phi(2) = 0.05399096651318806.
+TEST_F(HostCodegenTest, NeuronGeluAndSoftmax) {
+  auto out = CompileAndRun(Parse(kNeuronModule),
+                           {F32({2, 3}, {1, 2, 3, 0, -1, 0}), F32({1, 3}, {0.2f, 0.3f, 0.5f}), F32({1, 3}, {1, 2, 3}),
+                            MakeTensor<uint16_t>(xla::BF16, {3}, {0x3F80, 0x0000, 0xBF80})});  // 1, 0, -1
+  ASSERT_EQ(out.size(), 7u);
+  // GELU(x) = x * Phi(x).
+  ExpectFloats(out[0], {0.8413447f, 2 * 0.9772499f, 2.9959503f, 0, -0.1586553f, 0}, 1e-6f, "gelu");
+  // dGELU/dx = Phi(x) + x * phi(x): Phi(3) = 0.9986501, phi(3) = 0.0044318.
+  ExpectFloats(out[1],
+               {0.8413447f + 0.2419707f, 0.9772499f + 2 * 0.0539910f, 0.9986501f + 3 * 0.0044318f, 0.5f,
+                0.1586553f - 0.2419707f, 0.5f},
+               2e-6f, "gelu backward");
+  // Softmax along dimension 1: row (1,2,3) -> e^(k-3) / (e^-2 + e^-1 + 1); row (0,-1,0).
+  const float s = 0.1353353f + 0.3678794f + 1;
+  const float t = 2 + 0.3678794f;
+  ExpectFloats(out[2], {0.1353353f / s, 0.3678794f / s, 1 / s, 1 / t, 0.3678794f / t, 1 / t}, 1e-6f, "softmax d=1");
+  // Along dimension 0: columns (1,0), (2,-1), (3,0).
+  ExpectFloats(out[3],
+               {1 / (1 + 0.3678794f), 1 / (1 + 0.0497871f), 1 / (1 + 0.0497871f), 0.3678794f / (1 + 0.3678794f),
+                0.0497871f / (1 + 0.0497871f), 0.0497871f / (1 + 0.0497871f)},
+               1e-6f, "softmax d=0");
+  // y * (dy - sum(dy * y)), sum = 0.2 + 0.6 + 1.5 = 2.3.
+  ExpectFloats(out[4], {-0.26f, -0.09f, 0.35f}, 1e-6f, "softmax backward");
+  // bf16: computed in f32, rounded once: GELU(1) = 0.84134 -> 0.83984375 (0x3F57),
+  // GELU(-1) = -0.158655 -> -0.158203125 (0xBE22); softmax of (1, 0, -1):
+  // 0.665241 -> 0.6640625 (0x3F2A), 0.244728 -> 0.24511719 (0x3E7B), 0.090031 -> 0.08984375 (0x3DB8).
+  EXPECT_EQ(Values<uint16_t>(out[5]), (std::vector<uint16_t>{0x3F57, 0x0000, 0xBE22}));
+  EXPECT_EQ(Values<uint16_t>(out[6]), (std::vector<uint16_t>{0x3F2A, 0x3E7B, 0x3DB8}));
+}
+
+TEST_F(HostCodegenTest, NeuronCustomCallErrorsAreClear) {
+  auto error = [](const std::string& body) {
+    auto m = hlo::ParseHloModule("HloModule bad\nENTRY %main (x: f32[2,3]) -> f32[2,3] {\n  %x = f32[2,3] parameter(0)\n" +
+                                     body + "\n}\n",
+                                 "bad.hlo");
+    EXPECT_TRUE(m.ok()) << m.error().message;
+    auto src = host::GenerateCpp(*m);
+    EXPECT_FALSE(src.ok());
+    return src.ok() ? std::string() : src.error().message;
+  };
+  EXPECT_NE(error(R"(ROOT %s = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronSoftmax")")
+                .find("AwsNeuronSoftmax needs the dimension it normalises as its backend_config"),
+            std::string::npos);
+  EXPECT_NE(error(R"(ROOT %s = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronSoftmax", backend_config="2")")
+                .find("has '2'"),
+            std::string::npos);
+  EXPECT_NE(error(R"(ROOT %s = f32[2,3] custom-call(%x), custom_call_target="AwsNeuronGeluApprxTanh")")
+                .find("unsupported opcode 'custom-call' (custom_call_target AwsNeuronGeluApprxTanh)"),
+            std::string::npos);
+  EXPECT_NE(error(R"(ROOT %s = f32[2,3] custom-call(%x, %x), custom_call_target="AwsNeuronGelu")")
+                .find("expects 1 operands, has 2"),
+            std::string::npos);
+}
+
+TEST_F(HostCodegenTest, ElidedConstantIsNamedNotMadeUp) {
+  auto m = Parse(R"(
+HloModule elided
+ENTRY %main (x: s32[15]) -> s32[15] {
+  %x = s32[15] parameter(0)
+  %table = s32[15] constant({...})
+  ROOT %sum = s32[15] add(%x, %table)
+}
+)");
+  auto src = host::GenerateCpp(m);
+  ASSERT_FALSE(src.ok());
+  EXPECT_NE(src.error().message.find("constant %table s32[15]"), std::string::npos) << src.error().message;
+  EXPECT_NE(src.error().message.find("elided"), std::string::npos) << src.error().message;
+  auto failures = host::UnsupportedOpcodes(m);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_NE(failures["constant"].find("%table"), std::string::npos);
+}
+
+// batch-norm-training / -inference / -grad, XLA's formulas, on numbers chosen
+// so that variance + epsilon = 6 + 3 = 9. Feature 0: x = (0, 3, 6), mean 3;
+// feature 1: x = (-3, 0, 3), mean 0; scale (2, 1), offset (1, 0).
+constexpr char kBatchNormModule[] = R"(
+HloModule batch_norm
+
+ENTRY %main (x: f32[3,2], gy: f32[3,2], scale: f32[2], offset: f32[2]) -> (f32[3,2], f32[2], f32[2], f32[3,2], f32[3,2], f32[2], f32[2]) {
+  %x = f32[3,2] parameter(0)
+  %gy = f32[3,2] parameter(1)
+  %scale = f32[2] parameter(2)
+  %offset = f32[2] parameter(3)
+  %bn = (f32[3,2], f32[2], f32[2]) batch-norm-training(%x, %scale, %offset), epsilon=3, feature_index=1
+  %y = f32[3,2] get-tuple-element(%bn), index=0
+  %mean = f32[2] get-tuple-element(%bn), index=1
+  %var = f32[2] get-tuple-element(%bn), index=2
+  %inf = f32[3,2] batch-norm-inference(%x, %scale, %offset, %mean, %var), epsilon=3, feature_index=1
+  %g = (f32[3,2], f32[2], f32[2]) batch-norm-grad(%x, %scale, %mean, %var, %gy), epsilon=3, feature_index=1
+  %gx = f32[3,2] get-tuple-element(%g), index=0
+  %gs = f32[2] get-tuple-element(%g), index=1
+  %go = f32[2] get-tuple-element(%g), index=2
+  ROOT %out = (f32[3,2], f32[2], f32[2], f32[3,2], f32[3,2], f32[2], f32[2]) tuple(%y, %mean, %var, %inf, %gx, %gs, %go)
+}
+)";
+
+TEST_F(HostCodegenTest, BatchNormTrainingInferenceAndGrad) {
+  auto out = CompileAndRun(Parse(kBatchNormModule), {F32({3, 2}, {0, -3, 3, 0, 6, 3}), F32({3, 2}, {1, 0, 2, 0, 6, 3}),
+                                                     F32({2}, {2, 1}), F32({2}, {1, 0})});
+  ASSERT_EQ(out.size(), 7u);
+  // y = scale * (x - mean) / 3 + offset.
+  ExpectFloats(out[0], {-1, -1, 1, 0, 3, 1}, 1e-6f, "y");
+  ExpectFloats(out[1], {3, 0}, 0, "mean");
+  ExpectFloats(out[2], {6, 6}, 0, "variance (biased: / m)");
+  ExpectFloats(out[3], {-1, -1, 1, 0, 3, 1}, 1e-6f, "inference");
+  // Feature 0: gy (1, 2, 6): sum 9, sum gy*(x-mean) = 15, d = 3, c = 15/9/3,
+  // gx = 2/3 * (gy - 3 - 5/9 (x - 3)) = (-2/9, -2/3, 8/9).
+  // Feature 1: gy (0, 0, 3): sum 3, sum gy*x = 9, d = 1, c = 1/3,
+  // gx = 1/3 * (gy - 1 - x/3) = (0, -1/3, 1/3).
+  ExpectFloats(out[4], {-2.f / 9, 0, -2.f / 3, -1.f / 3, 8.f / 9, 1.f / 3}, 1e-6f, "grad x");
+  ExpectFloats(out[5], {5, 3}, 1e-6f, "grad scale = sum gy*(x-mean) / 3");
+  ExpectFloats(out[6], {9, 3}, 0, "grad offset = sum gy");
+}
+
 // UnsupportedOpcodes checks every instruction, not only the first failing one.
 TEST(HostUnsupportedOpcodes, ListsEveryUnsupportedOpcodeWithItsInstruction) {
   HloBuilder b("mixed");
@@ -619,10 +919,14 @@ TEST(HostUnsupportedOpcodes, EmptyForACompilableModuleAndListsAreConsistent) {
   ASSERT_TRUE(host::GenerateCpp(m).ok());
   auto supported = host::SupportedOpcodes();
   EXPECT_TRUE(std::is_sorted(supported.begin(), supported.end()));
-  for (const char* op : {"add", "dot", "reduce", "gather", "tanh", "custom-call:AwsNeuronTransferWithStaticRing"}) {
+  for (const char* op : {"add", "dot", "reduce", "gather", "tanh", "while", "rng-bit-generator", "all-reduce",
+                         "custom-call:AwsNeuronTransferWithStaticRing", "custom-call:AwsNeuronGelu",
+                         "custom-call:AwsNeuronGeluBackward", "custom-call:AwsNeuronSoftmax",
+                         "custom-call:AwsNeuronSoftmaxBackward", "batch-norm-training", "batch-norm-grad"}) {
     EXPECT_TRUE(std::binary_search(supported.begin(), supported.end(), std::string(op))) << op;
   }
   EXPECT_FALSE(std::binary_search(supported.begin(), supported.end(), std::string("cholesky")));
+  EXPECT_FALSE(std::binary_search(supported.begin(), supported.end(), std::string("custom-call:AwsNeuronGeluApprxTanh")));
 }
 
 }  // namespace

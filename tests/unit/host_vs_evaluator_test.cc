@@ -1,7 +1,7 @@
 // The host backend (runtime/host/, compiled and run through the public
 // runtime API) against the plain HLO evaluator (tests/support/hlo_evaluator.h)
 // on seeded random inputs: modules built with HloBuilder covering the host
-// backend's ops, and, when present, the real modules of ../shared/corpus.
+// backend's ops (the real modules of ../shared/corpus: tests/e2e/corpus_test.cc).
 //
 // Tolerances. Integers and pred must match exactly. Floating-point outputs
 // must satisfy |host - ref| <= rel * |ref| + abs, NaN matching NaN and an
@@ -40,6 +40,7 @@
 #include "npc/hlo_builder.h"
 #include "npc/runtime.h"
 #include "support/hlo_evaluator.h"
+#include "support/output_compare.h"
 #include "support/test_support.h"
 
 namespace npc::testing {
@@ -63,217 +64,7 @@ Op Instr(HloBuilder& b, const std::string& opcode, const std::vector<Op>& operan
   return b.AddInstruction(std::move(inst), operands, shape);
 }
 
-// ---- 16-bit floats (the test's own small codecs) ----
-
-double Bf16ToDouble(uint16_t bits) {
-  uint32_t b = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-
-double HalfToDouble(uint16_t bits) {
-  const double sign = (bits & 0x8000) ? -1.0 : 1.0;
-  const int exponent = (bits >> 10) & 0x1F;
-  const int fraction = bits & 0x3FF;
-  if (exponent == 0x1F) return fraction ? std::nan("") : sign * INFINITY;
-  if (exponent == 0) return sign * std::ldexp(fraction, -24);
-  return sign * std::ldexp(1024 + fraction, exponent - 25);
-}
-
-// Bits of `v`, a value exactly representable as a normal f16 (or zero).
-uint16_t ExactHalfBits(double v) {
-  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-  if (v == 0) return sign;
-  int e;
-  const double m = std::frexp(std::fabs(v), &e);  // |v| = m * 2^e, m in [0.5, 1)
-  const int fraction = static_cast<int>((m * 2 - 1) * 1024);
-  return sign | static_cast<uint16_t>((e - 1 + 15) << 10) | static_cast<uint16_t>(fraction);
-}
-
-// ---- random inputs ----
-
-// Integer inputs are drawn from [lo, hi]; floating-point ones from [-2, 2],
-// or (0, 2] with positive_floats.
-struct InputRanges {
-  int64_t lo = -8;
-  int64_t hi = 8;
-  bool positive_floats = false;
-};
-
-int64_t Uniform(std::mt19937& gen, int64_t lo, int64_t hi) {
-  return lo + static_cast<int64_t>(gen() % static_cast<uint32_t>(hi - lo + 1));
-}
-
-// A tensor of `spec` with seeded values: f32/f64 k/500 for k in [-1000, 1000]
-// (so in [-2, 2]); bf16 k/64 for k in [-128, 128] and f16 k/512 for k in
-// [-1024, 1024] (exact in those types); k >= 1 with positive_floats; integers
-// in [ints.lo, ints.hi]; pred 0/1.
-Tensor RandomTensor(const TensorSpec& spec, std::mt19937& gen, InputRanges ints) {
-  Tensor t = ZeroTensor(spec.type, spec.dims);
-  // k in [-limit, limit], or [1, limit].
-  auto k = [&](int64_t limit) {
-    return static_cast<double>(Uniform(gen, ints.positive_floats ? 1 : -limit, limit));
-  };
-  const int64_t n = t.element_count();
-  for (int64_t i = 0; i < n; ++i) {
-    switch (spec.type) {
-      case xla::F32: t.data<float>()[i] = static_cast<float>(k(1000)) / 500.0f; break;
-      case xla::F64: t.data<double>()[i] = k(1000) / 500.0; break;
-      case xla::BF16: {
-        const float f = static_cast<float>(k(128)) / 64.0f;
-        uint32_t bits;
-        std::memcpy(&bits, &f, 4);
-        t.data<uint16_t>()[i] = static_cast<uint16_t>(bits >> 16);
-        break;
-      }
-      case xla::F16: t.data<uint16_t>()[i] = ExactHalfBits(k(1024) / 512.0); break;
-      case xla::PRED: t.data<uint8_t>()[i] = gen() & 1; break;
-      case xla::S8:
-        t.data<int8_t>()[i] = static_cast<int8_t>(Uniform(gen, ints.lo, ints.hi));
-        break;
-      case xla::S16:
-        t.data<int16_t>()[i] = static_cast<int16_t>(Uniform(gen, ints.lo, ints.hi));
-        break;
-      case xla::S32:
-        t.data<int32_t>()[i] = static_cast<int32_t>(Uniform(gen, ints.lo, ints.hi));
-        break;
-      case xla::S64: t.data<int64_t>()[i] = Uniform(gen, ints.lo, ints.hi); break;
-      case xla::U8:
-        t.data<uint8_t>()[i] =
-            static_cast<uint8_t>(Uniform(gen, std::max<int64_t>(ints.lo, 0), ints.hi));
-        break;
-      case xla::U16:
-        t.data<uint16_t>()[i] =
-            static_cast<uint16_t>(Uniform(gen, std::max<int64_t>(ints.lo, 0), ints.hi));
-        break;
-      case xla::U32:
-        t.data<uint32_t>()[i] =
-            static_cast<uint32_t>(Uniform(gen, std::max<int64_t>(ints.lo, 0), ints.hi));
-        break;
-      case xla::U64:
-        t.data<uint64_t>()[i] =
-            static_cast<uint64_t>(Uniform(gen, std::max<int64_t>(ints.lo, 0), ints.hi));
-        break;
-      default: break;  // other types stay zero
-    }
-  }
-  return t;
-}
-
-std::vector<Tensor> RandomArguments(const std::vector<TensorSpec>& specs, uint32_t seed,
-                                    InputRanges ints = {}) {
-  std::mt19937 gen(seed);
-  std::vector<Tensor> args;
-  for (const auto& spec : specs) args.push_back(RandomTensor(spec, gen, ints));
-  return args;
-}
-
-// ---- comparison ----
-
-bool IsFloatType(xla::PrimitiveType t) {
-  return t == xla::F32 || t == xla::F64 || t == xla::BF16 || t == xla::F16;
-}
-
-// Element i of a floating-point tensor as a double.
-double FloatAt(const Tensor& t, int64_t i) {
-  switch (t.type) {
-    case xla::F32: return t.data<float>()[i];
-    case xla::F64: return t.data<double>()[i];
-    case xla::BF16: return Bf16ToDouble(t.data<uint16_t>()[i]);
-    default: return HalfToDouble(t.data<uint16_t>()[i]);  // F16
-  }
-}
-
-// Element i of an integer or pred tensor as an int64 (u64 as its bits).
-int64_t IntAt(const Tensor& t, int64_t i) {
-  switch (t.type) {
-    case xla::PRED: return t.data<uint8_t>()[i];
-    case xla::S8: return t.data<int8_t>()[i];
-    case xla::S16: return t.data<int16_t>()[i];
-    case xla::S32: return t.data<int32_t>()[i];
-    case xla::S64: return t.data<int64_t>()[i];
-    case xla::U8: return t.data<uint8_t>()[i];
-    case xla::U16: return t.data<uint16_t>()[i];
-    case xla::U32: return t.data<uint32_t>()[i];
-    default: return static_cast<int64_t>(t.data<uint64_t>()[i]);
-  }
-}
-
-struct Tolerance {
-  double rel;
-  double abs;
-};
-
-Tolerance ToleranceFor(xla::PrimitiveType t) {
-  switch (t) {
-    case xla::BF16: return {std::ldexp(1.0, -7), std::ldexp(1.0, -7) * 0.1};
-    case xla::F16: return {std::ldexp(1.0, -10), std::ldexp(1.0, -10) * 0.1};
-    default: return {1e-5, 1e-6};  // F32, F64
-  }
-}
-
-struct Comparison {
-  bool matched = true;
-  std::string first_mismatches;  // up to a few, readable
-  int64_t float_values = 0;
-  int64_t identical = 0;   // float values equal (or both NaN)
-  int64_t nan_values = 0;  // of those, NaN on both sides
-  double max_relative_error = 0;
-};
-
-// Compares the outputs of the host backend with the evaluator's.
-Comparison CompareOutputs(const std::vector<Tensor>& host, const std::vector<Tensor>& ref) {
-  Comparison c;
-  std::ostringstream why;
-  int reported = 0;
-  auto mismatch = [&](const std::string& text) {
-    c.matched = false;
-    if (reported++ < 5) why << "  " << text << "\n";
-  };
-  if (host.size() != ref.size()) {
-    mismatch("host gave " + std::to_string(host.size()) + " outputs, the evaluator " +
-             std::to_string(ref.size()));
-  }
-  for (size_t o = 0; o < std::min(host.size(), ref.size()); ++o) {
-    const Tensor& h = host[o];
-    const Tensor& r = ref[o];
-    if (h.type != r.type || h.dims != r.dims || h.bytes.size() != r.bytes.size()) {
-      mismatch("output " + std::to_string(o) + ": host " + PrimitiveTypeName(h.type) + " with " +
-               std::to_string(h.element_count()) + " elements, evaluator " +
-               PrimitiveTypeName(r.type) + " with " + std::to_string(r.element_count()));
-      continue;
-    }
-    const Tolerance tol = ToleranceFor(r.type);
-    for (int64_t i = 0; i < r.element_count(); ++i) {
-      if (IsFloatType(r.type)) {
-        const double hv = FloatAt(h, i);
-        const double rv = FloatAt(r, i);
-        ++c.float_values;
-        if ((std::isnan(hv) && std::isnan(rv)) || hv == rv) {
-          ++c.identical;
-          if (std::isnan(rv)) ++c.nan_values;
-          continue;
-        }
-        const double err = std::fabs(hv - rv);
-        if (std::isfinite(rv) && std::fabs(rv) > 0) {
-          c.max_relative_error = std::max(c.max_relative_error, err / std::fabs(rv));
-        }
-        if (!(err <= tol.rel * std::fabs(rv) + tol.abs)) {  // NaN/inf mismatches land here too
-          std::ostringstream m;
-          m.precision(9);
-          m << "output " << o << " element " << i << ": host " << hv << ", evaluator " << rv;
-          mismatch(m.str());
-        }
-      } else if (IntAt(h, i) != IntAt(r, i)) {
-        mismatch("output " + std::to_string(o) + " element " + std::to_string(i) + ": host " +
-                 std::to_string(IntAt(h, i)) + ", evaluator " + std::to_string(IntAt(r, i)));
-      }
-    }
-  }
-  c.first_mismatches = why.str();
-  return c;
-}
+// Random inputs and the output comparison: support/output_compare.h.
 
 // ---- the fixture: one runtime (host backend, private cache) per test suite ----
 
@@ -875,162 +666,221 @@ TEST_F(HostVsEvaluatorTest, MapAndSmallIntegerTypes) {
   ExpectSameResults(MapAndOtherTypes(), 81, InputRanges{-100, 100});
 }
 
-// ---- the corpus of real modules (../shared/corpus) ----
+// ---- while, rng-bit-generator, Neuron custom-calls, u32 (HLO text) ----
 
-// The evaluator holds every element in 8 bytes (freeing values after their
-// last use); modules whose instructions produce more elements than this in
-// total are compiled but not run (llama__tp_1 has ~685M).
-constexpr int64_t kMaxCorpusElements = 50'000'000;
-
-int64_t ArrayElements(const xla::ShapeProto& shape) {
-  if (shape.element_type() == xla::TUPLE) {
-    int64_t n = 0;
-    for (const auto& e : shape.tuple_shapes()) n += ArrayElements(e);
-    return n;
-  }
-  return hlo::ElementCount(shape);
+xla::HloModuleProto ParseText(const std::string& text) {
+  auto m = hlo::ParseHloModule(text, "test.hlo");
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? *m : xla::HloModuleProto();
 }
 
-// Elements produced by all instructions of all computations.
-int64_t TotalElements(const xla::HloModuleProto& m) {
-  int64_t n = 0;
-  for (const auto& c : m.computations()) {
-    for (const auto& i : c.instructions()) n += ArrayElements(i.shape());
-  }
-  return n;
+// Five iterations of a tuple-state loop: an f32 matrix through tanh, a bf16
+// vector scaled and shifted (rounded each step), a u32 linear congruential
+// sequence (wrapping), a dot inside the body.
+constexpr char kWhileLoop[] = R"(
+HloModule while_mixed
+
+%cond (s: (s32[], f32[4,3], bf16[3], u32[5])) -> pred[] {
+  %s = (s32[], f32[4,3], bf16[3], u32[5]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
 }
 
-// The line of an error message that says why, shortened: the host backend's
-// own message when the runtime wraps it (with the compile command and log
-// path), else the first line naming something unsupported, else the first.
-std::string Reason(const std::string& message) {
-  std::vector<std::string> lines;
-  std::istringstream in(message);
-  for (std::string line; std::getline(in, line);) {
-    const size_t start = line.find_first_not_of(" \t");
-    lines.push_back(start == std::string::npos ? "" : line.substr(start));
-  }
-  std::string why = lines.empty() ? "" : lines[0];
-  auto pick = [&](const std::function<bool(const std::string&)>& wanted) {
-    for (const auto& line : lines) {
-      if (wanted(line)) {
-        why = line;
-        return true;
-      }
-    }
-    return false;
-  };
-  pick([](const std::string& l) { return l.rfind("host backend:", 0) == 0; }) ||
-      pick([](const std::string& l) { return l.find("unsupported") != std::string::npos; });
-  if (why.size() > 240) why = why.substr(0, 240) + "...";
-  return why;
+%body (s: (s32[], f32[4,3], bf16[3], u32[5])) -> (s32[], f32[4,3], bf16[3], u32[5]) {
+  %s = (s32[], f32[4,3], bf16[3], u32[5]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %v = f32[4,3] get-tuple-element(%s), index=1
+  %h = bf16[3] get-tuple-element(%s), index=2
+  %u = u32[5] get-tuple-element(%s), index=3
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  %w = f32[3,3] constant({{0.5, -0.25, 0.125}, {0.75, 0.5, -0.5}, {-0.125, 0.25, 1}})
+  %vw = f32[4,3] dot(%v, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %c = f32[] constant(0.1)
+  %cb = f32[4,3] broadcast(%c), dimensions={}
+  %pre = f32[4,3] add(%vw, %cb)
+  %v1 = f32[4,3] tanh(%pre)
+  %k = bf16[] constant(1.5)
+  %kb = bf16[3] broadcast(%k), dimensions={}
+  %hk = bf16[3] multiply(%h, %kb)
+  %h1 = bf16[3] subtract(%hk, %kb)
+  %a = u32[] constant(1664525)
+  %ab = u32[5] broadcast(%a), dimensions={}
+  %b = u32[] constant(1013904223)
+  %bb = u32[5] broadcast(%b), dimensions={}
+  %ua = u32[5] multiply(%u, %ab)
+  %u1 = u32[5] add(%ua, %bb)
+  ROOT %next = (s32[], f32[4,3], bf16[3], u32[5]) tuple(%i1, %v1, %h1, %u1)
 }
 
-TEST_F(HostVsEvaluatorTest, CorpusModules) {
-  namespace fs = std::filesystem;
-  const fs::path corpus = NPC_CORPUS_DIR;
-  if (!fs::is_directory(corpus)) {
-    GTEST_SKIP() << "corpus " << corpus.string() << " is absent; nothing to compare";
-  }
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::recursive_directory_iterator(corpus)) {
-    const std::string ext = entry.path().extension().string();
-    if (entry.is_regular_file() &&
-        (ext == ".hlo" || ext == ".txt" || ext == ".pb" || ext == ".binpb")) {
-      files.push_back(entry.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
+ENTRY %main (v: f32[4,3], h: bf16[3], u: u32[5]) -> (s32[], f32[4,3], bf16[3], u32[5]) {
+  %v = f32[4,3] parameter(0)
+  %h = bf16[3] parameter(1)
+  %u = u32[5] parameter(2)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[4,3], bf16[3], u32[5]) tuple(%zero, %v, %h, %u)
+  ROOT %loop = (s32[], f32[4,3], bf16[3], u32[5]) while(%init), condition=%cond, body=%body
+}
+)";
+
+// rng-bit-generator of several element types and state sizes, and the
+// torch-xla Bernoulli pattern of the BERT graphs (bits >> 9 -> f32 -> compare).
+constexpr char kRng[] = R"(
+HloModule rng_mixed
+
+ENTRY %main (s2: u64[2], s3: u64[3], p: f32[6,7]) -> (u64[2], u32[6,7], u64[3], u64[5], s32[3,3], u8[7], pred[6,7], u64[3], s16[2]) {
+  %s2 = u64[2] parameter(0)
+  %s3 = u64[3] parameter(1)
+  %p = f32[6,7] parameter(2)
+  %r0 = (u64[2], u32[6,7]) rng-bit-generator(%s2), algorithm=rng_default
+  %st0 = u64[2] get-tuple-element(%r0), index=0
+  %bits = u32[6,7] get-tuple-element(%r0), index=1
+  %r1 = (u64[3], u64[5]) rng-bit-generator(%s3), algorithm=rng_philox
+  %st1 = u64[3] get-tuple-element(%r1), index=0
+  %b64 = u64[5] get-tuple-element(%r1), index=1
+  %r2 = (u64[3], s32[3,3]) rng-bit-generator(%st1), algorithm=rng_default
+  %b32 = s32[3,3] get-tuple-element(%r2), index=1
+  %r3 = (u64[2], u8[7]) rng-bit-generator(%st0), algorithm=rng_default
+  %b8 = u8[7] get-tuple-element(%r3), index=1
+  %r4 = (u64[3], s16[2]) rng-bit-generator(%s3), algorithm=rng_default
+  %st4 = u64[3] get-tuple-element(%r4), index=0
+  %b16 = s16[2] get-tuple-element(%r4), index=1
+  %nine = u32[] constant(9)
+  %nineb = u32[6,7] broadcast(%nine), dimensions={}
+  %mant = u32[6,7] shift-right-logical(%bits, %nineb)
+  %f = f32[6,7] convert(%mant)
+  %scale = f32[] constant(1.1920929e-07)
+  %scaleb = f32[6,7] broadcast(%scale), dimensions={}
+  %uniform = f32[6,7] multiply(%f, %scaleb)
+  %keep = pred[6,7] compare(%uniform, %p), direction=LT
+  %st2 = u64[3] get-tuple-element(%r2), index=0
+  ROOT %out = (u64[2], u32[6,7], u64[3], u64[5], s32[3,3], u8[7], pred[6,7], u64[3], s16[2]) tuple(%st0, %bits, %st1, %b64, %b32, %b8, %keep, %st2, %b16)
+}
+)";
+
+// The Neuron custom-calls on f32, bf16 and f16, along every dimension.
+constexpr char kNeuronCalls[] = R"(
+HloModule neuron_calls
+
+ENTRY %main (x: f32[4,5,6], g: f32[4,5,6], h: bf16[3,8], k: f16[8]) -> (f32[4,5,6], f32[4,5,6], f32[4,5,6], f32[4,5,6], f32[4,5,6], f32[4,5,6], f32[4,5,6], bf16[3,8], bf16[3,8], bf16[3,8], bf16[3,8], f16[8], f16[8]) {
+  %x = f32[4,5,6] parameter(0)
+  %g = f32[4,5,6] parameter(1)
+  %h = bf16[3,8] parameter(2)
+  %k = f16[8] parameter(3)
+  %gelu = f32[4,5,6] custom-call(%x), custom_call_target="AwsNeuronGelu"
+  %dgelu = f32[4,5,6] custom-call(%x), custom_call_target="AwsNeuronGeluBackward"
+  %grad = f32[4,5,6] multiply(%g, %dgelu)
+  %sm0 = f32[4,5,6] custom-call(%x), custom_call_target="AwsNeuronSoftmax", backend_config="0"
+  %sm1 = f32[4,5,6] custom-call(%x), custom_call_target="AwsNeuronSoftmax", backend_config="1"
+  %sm2 = f32[4,5,6] custom-call(%x), custom_call_target="AwsNeuronSoftmax", backend_config="2"
+  %dsm1 = f32[4,5,6] custom-call(%sm1, %g), custom_call_target="AwsNeuronSoftmaxBackward", backend_config="1"
+  %dsm2 = f32[4,5,6] custom-call(%sm2, %g), custom_call_target="AwsNeuronSoftmaxBackward", backend_config="2"
+  %hg = bf16[3,8] custom-call(%h), custom_call_target="AwsNeuronGelu"
+  %hdg = bf16[3,8] custom-call(%h), custom_call_target="AwsNeuronGeluBackward"
+  %hs = bf16[3,8] custom-call(%h), custom_call_target="AwsNeuronSoftmax", backend_config="1"
+  %hds = bf16[3,8] custom-call(%hs, %h), custom_call_target="AwsNeuronSoftmaxBackward", backend_config="0"
+  %kg = f16[8] custom-call(%k), custom_call_target="AwsNeuronGelu"
+  %ks = f16[8] custom-call(%k), custom_call_target="AwsNeuronSoftmax", backend_config="0"
+  ROOT %out = (f32[4,5,6], f32[4,5,6], f32[4,5,6], f32[4,5,6], f32[4,5,6], f32[4,5,6], f32[4,5,6], bf16[3,8], bf16[3,8], bf16[3,8], bf16[3,8], f16[8], f16[8]) tuple(%gelu, %grad, %sm0, %sm1, %sm2, %dsm1, %dsm2, %hg, %hdg, %hs, %hds, %kg, %ks)
+}
+)";
+
+// u32 through the ops that index, reduce, multiply and compare.
+constexpr char kU32[] = R"(
+HloModule u32_ops
+
+%add (a: u32[], b: u32[]) -> u32[] {
+  %a = u32[] parameter(0)
+  %b = u32[] parameter(1)
+  ROOT %s = u32[] add(%a, %b)
+}
+
+%max (a: u32[], b: u32[]) -> u32[] {
+  %a = u32[] parameter(0)
+  %b = u32[] parameter(1)
+  ROOT %m = u32[] maximum(%a, %b)
+}
+
+ENTRY %main (x: u32[4,6], y: u32[6,3], i: u32[2]) -> (u32[4,3], u32[4], u32[6], u32[4,6], pred[4,6], f32[4,6], u32[2,6], s32[4,6], u32[4,6]) {
+  %x = u32[4,6] parameter(0)
+  %y = u32[6,3] parameter(1)
+  %i = u32[2] parameter(2)
+  %dot = u32[4,3] dot(%x, %y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %zero = u32[] constant(0)
+  %sum = u32[4] reduce(%x, %zero), dimensions={1}, to_apply=%add
+  %mx = u32[6] reduce(%x, %zero), dimensions={0}, to_apply=%max
+  %big = u32[] constant(4000000000)
+  %bigb = u32[4,6] broadcast(%big), dimensions={}
+  %wrap = u32[4,6] add(%x, %bigb)
+  %lt = pred[4,6] compare(%wrap, %bigb), direction=LT
+  %f = f32[4,6] convert(%wrap)
+  %rows = u32[2,6] gather(%x, %i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,6}
+  %s = s32[4,6] convert(%wrap)
+  %three = u32[] constant(3)
+  %threeb = u32[4,6] broadcast(%three), dimensions={}
+  %div = u32[4,6] divide(%wrap, %threeb)
+  ROOT %out = (u32[4,3], u32[4], u32[6], u32[4,6], pred[4,6], f32[4,6], u32[2,6], s32[4,6], u32[4,6]) tuple(%dot, %sum, %mx, %wrap, %lt, %f, %rows, %s, %div)
+}
+)";
+
+TEST_F(HostVsEvaluatorTest, WhileLoopWithMixedState) { ExpectSameResults(ParseText(kWhileLoop), 91, InputRanges{0, 100}); }
+
+TEST_F(HostVsEvaluatorTest, RngBitGeneratorPhilox) {
+  // States spread over the whole u64 range (the counter's carry included).
   ASSERT_NE(runtime_, nullptr);
-
-  bool text_unsupported = false;
-  int compared = 0, matched = 0;
-  for (const fs::path& path : files) {
-    const std::string name = fs::relative(path, corpus).string();
-    std::string line = "corpus " + name + ": ";
-    auto report = [&]() { std::cout << line << std::endl; };
-    // Seconds since the last call (the first: since the start of this module).
-    auto last = std::chrono::steady_clock::now();
-    auto lap = [&]() {
-      const auto now = std::chrono::steady_clock::now();
-      const double s = std::chrono::duration<double>(now - last).count();
-      last = now;
-      std::ostringstream out;
-      out.precision(2);
-      out << std::fixed << s;
-      return out.str();
-    };
-    std::string timing;
-
-    auto module = hlo::ReadHloModuleFile(path.string());
-    if (!module.ok()) {
-      if (module.error().message.find("HLO text is not supported") != std::string::npos) {
-        text_unsupported = true;
-        line += "not parsed (this build reads no HLO text)";
-      } else {
-        line += "not parsed: " + Reason(module.error().message);
-      }
-      report();
-      continue;
+  auto module = ParseText(kRng);
+  auto exe = runtime_->GetExecutable(module);
+  ASSERT_TRUE(exe.ok()) << exe.error().message;
+  std::mt19937_64 gen(101);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Tensor> args = RandomArguments((*exe)->parameters(), 101 + round, InputRanges{0, 100, true});
+    for (int a = 0; a < 2; ++a) {
+      for (int64_t k = 0; k < args[a].element_count(); ++k) args[a].data<uint64_t>()[k] = gen();
     }
-    line += "parsed";
-    auto exe = runtime_->GetExecutable(*module);
-    if (!exe.ok()) {
-      line += ", not compiled: " + Reason(exe.error().message);
-      report();
-      continue;
-    }
-    line += " | compiled";
-    timing += "compile " + lap() + " s";
-    const int64_t elements = TotalElements(*module);
-    if (elements > kMaxCorpusElements) {
-      line += ", not run: its instructions hold " + std::to_string(elements) +
-              " elements, over the evaluator's cap of " + std::to_string(kMaxCorpusElements);
-      report();
-      continue;
-    }
-    // Integer inputs (labels, indices) in [0, 7]; floats positive, as the
-    // optimizer states, variances and learning rates these graphs take are
-    // (negative ones make NaNs that compare equal but test little).
-    std::vector<Tensor> args = RandomArguments((*exe)->parameters(), 2024, InputRanges{0, 7, true});
-    auto host = (*exe)->Run(args);
-    if (!host.ok()) {
-      line += ", run failed: " + Reason(host.error().message);
-      report();
-      ADD_FAILURE() << line;
-      continue;
-    }
-    line += " | ran";
-    timing += ", run " + lap() + " s";
-    auto ref = EvaluateHlo(*module, args);
-    timing += ", evaluate " + lap() + " s";
-    if (!ref.ok()) {
-      line += ", not evaluated: " + Reason(ref.error().message);
-      report();
-      continue;
-    }
-    ++compared;
-    Comparison c = CompareOutputs(*host, *ref);
-    if (c.matched) {
-      ++matched;
-      std::ostringstream s;
-      s << " | matched (" << c.identical << " of " << c.float_values << " float values identical, "
-        << c.nan_values << " of them NaN; max relative error " << c.max_relative_error << "; "
-        << timing << ")";
-      line += s.str();
-    } else {
-      line += " | DIFFERS:\n" + c.first_mismatches;
-    }
-    report();
-    EXPECT_TRUE(c.matched) << line;
-  }
-  std::cout << "corpus: " << files.size() << " files, " << compared << " compared, " << matched
-            << " matched" << std::endl;
-  if (text_unsupported) {
-    GTEST_SKIP()
-        << "this build has no HLO text reader: the corpus's text modules were not compared";
+    if (round == 2) args[1].data<uint64_t>()[1] = ~uint64_t{0} - 1;  // the low counter word overflows
+    ExpectSameResults(module, **exe, args);
   }
 }
+
+TEST_F(HostVsEvaluatorTest, NeuronGeluAndSoftmax) { ExpectSameResults(ParseText(kNeuronCalls), 111); }
+
+TEST_F(HostVsEvaluatorTest, UnsignedThirtyTwoBitOps) {
+  ExpectSameResults(ParseText(kU32), 121, InputRanges{0, 1000});
+}
+
+// Batch normalization as torch-xla emits it for layer norm (rank 3, feature
+// dimension 1) and on f32/bf16 matrices, forward and backward.
+constexpr char kBatchNorm[] = R"(
+HloModule batch_norm_mixed
+
+ENTRY %main (x: f32[2,16,8], s: f32[16], o: f32[16], gy: f32[2,16,8], h: bf16[12,4], hs: bf16[4]) -> (f32[2,16,8], f32[16], f32[16], f32[2,16,8], f32[16], f32[16], bf16[12,4], bf16[4], bf16[4], bf16[12,4]) {
+  %x = f32[2,16,8] parameter(0)
+  %s = f32[16] parameter(1)
+  %o = f32[16] parameter(2)
+  %gy = f32[2,16,8] parameter(3)
+  %h = bf16[12,4] parameter(4)
+  %hs = bf16[4] parameter(5)
+  %bn = (f32[2,16,8], f32[16], f32[16]) batch-norm-training(%x, %s, %o), epsilon=1e-05, feature_index=1
+  %y = f32[2,16,8] get-tuple-element(%bn), index=0
+  %mean = f32[16] get-tuple-element(%bn), index=1
+  %var = f32[16] get-tuple-element(%bn), index=2
+  %g = (f32[2,16,8], f32[16], f32[16]) batch-norm-grad(%x, %s, %mean, %var, %gy), epsilon=1e-05, feature_index=1
+  %gx = f32[2,16,8] get-tuple-element(%g), index=0
+  %gs = f32[16] get-tuple-element(%g), index=1
+  %go = f32[16] get-tuple-element(%g), index=2
+  %hb = (bf16[12,4], bf16[4], bf16[4]) batch-norm-training(%h, %hs, %hs), epsilon=0.001, feature_index=1
+  %hy = bf16[12,4] get-tuple-element(%hb), index=0
+  %hm = bf16[4] get-tuple-element(%hb), index=1
+  %hv = bf16[4] get-tuple-element(%hb), index=2
+  %hi = bf16[12,4] batch-norm-inference(%h, %hs, %hs, %hm, %hv), epsilon=0.001, feature_index=1
+  ROOT %out = (f32[2,16,8], f32[16], f32[16], f32[2,16,8], f32[16], f32[16], bf16[12,4], bf16[4], bf16[4], bf16[12,4]) tuple(%y, %mean, %var, %gx, %gs, %go, %hy, %hm, %hv, %hi)
+}
+)";
+
+TEST_F(HostVsEvaluatorTest, BatchNorm) { ExpectSameResults(ParseText(kBatchNorm), 131); }
+
+// The corpus of real modules (../shared/corpus) is compared in tests/e2e/corpus_test.cc.
 
 }  // namespace
 }  // namespace npc::testing
