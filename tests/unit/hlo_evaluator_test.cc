@@ -1,5 +1,6 @@
 // Tests of the plain HLO evaluator (tests/support/hlo_evaluator.h): each op on
 // tiny inputs against values worked out by hand, written in the test.
+#include "support/batch_norm_case.h"
 #include "support/hlo_evaluator.h"
 
 #include <gtest/gtest.h>
@@ -1052,48 +1053,18 @@ ENTRY %main (x: f32[2], y: bf16[]) -> ((f32[2], bf16[]), f32[2]) {
   EXPECT_EQ(Values<float>(out[2]), (std::vector<float>{1.5f, -2}));
 }
 
-// batch-norm-training / -inference / -grad, XLA's formulas, on numbers chosen
-// so that variance + epsilon = 6 + 3 = 9. Feature 0: x = (0, 3, 6), mean 3;
-// feature 1: x = (-3, 0, 3), mean 0; scale (2, 1), offset (1, 0).
-constexpr char kBatchNormModule[] = R"(
-HloModule batch_norm
-
-ENTRY %main (x: f32[3,2], gy: f32[3,2], scale: f32[2], offset: f32[2]) -> (f32[3,2], f32[2], f32[2], f32[3,2], f32[3,2], f32[2], f32[2]) {
-  %x = f32[3,2] parameter(0)
-  %gy = f32[3,2] parameter(1)
-  %scale = f32[2] parameter(2)
-  %offset = f32[2] parameter(3)
-  %bn = (f32[3,2], f32[2], f32[2]) batch-norm-training(%x, %scale, %offset), epsilon=3, feature_index=1
-  %y = f32[3,2] get-tuple-element(%bn), index=0
-  %mean = f32[2] get-tuple-element(%bn), index=1
-  %var = f32[2] get-tuple-element(%bn), index=2
-  %inf = f32[3,2] batch-norm-inference(%x, %scale, %offset, %mean, %var), epsilon=3, feature_index=1
-  %g = (f32[3,2], f32[2], f32[2]) batch-norm-grad(%x, %scale, %mean, %var, %gy), epsilon=3, feature_index=1
-  %gx = f32[3,2] get-tuple-element(%g), index=0
-  %gs = f32[2] get-tuple-element(%g), index=1
-  %go = f32[2] get-tuple-element(%g), index=2
-  ROOT %out = (f32[3,2], f32[2], f32[2], f32[3,2], f32[3,2], f32[2], f32[2]) tuple(%y, %mean, %var, %inf, %gx, %gs, %go)
-}
-)";
-
+// The hand-worked case of support/batch_norm_case.h.
 TEST(HloEvaluatorTest, BatchNormTrainingInferenceAndGrad) {
-  auto out = Eval(Parse(kBatchNormModule), {F32({3, 2}, {0, -3, 3, 0, 6, 3}), F32({3, 2}, {1, 0, 2, 0, 6, 3}),
-                                            F32({2}, {2, 1}), F32({2}, {1, 0})});
-  ASSERT_EQ(out.size(), 7u);
-  auto near = [](const Tensor& t, const std::vector<float>& want, const char* what) {
-    auto got = Values<float>(t);
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << what << " [" << i << "]";
-  };
-  near(out[0], {-1, -1, 1, 0, 3, 1}, "y = scale * (x - mean) / sqrt(6 + 3) + offset");
-  near(out[1], {3, 0}, "mean");
-  near(out[2], {6, 6}, "variance");
-  near(out[3], {-1, -1, 1, 0, 3, 1}, "inference");
-  // Feature 0: d = 3, c = 15/9/3, gx = 2/3 (gy - 3 - 5/9 (x - 3)); feature 1:
-  // d = 1, c = 1/3, gx = 1/3 (gy - 1 - x/3).
-  near(out[4], {-2.f / 9, 0, -2.f / 3, -1.f / 3, 8.f / 9, 1.f / 3}, "grad x");
-  near(out[5], {5, 3}, "grad scale");
-  near(out[6], {9, 3}, "grad offset");
+  std::vector<Tensor> args;
+  for (const auto& in : BatchNormInputs()) args.push_back(F32(in.dims, in.values));
+  auto out = Eval(Parse(kBatchNormModule), args);
+  ASSERT_EQ(out.size(), BatchNormOutputs().size());
+  for (size_t o = 0; o < out.size(); ++o) {
+    const auto& want = BatchNormOutputs()[o];
+    auto got = Values<float>(out[o]);
+    ASSERT_EQ(got.size(), want.values.size()) << want.what;
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want.values[i], 1e-6) << want.what << " [" << i << "]";
+  }
 }
 
 TEST(HloEvaluatorTest, ConstantsOfEveryType) {

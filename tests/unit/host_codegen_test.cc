@@ -11,6 +11,7 @@
 #include "host/host_backend.h"
 #include "npc/hlo.h"
 #include "npc/hlo_builder.h"
+#include "support/batch_norm_case.h"
 #include "support/test_support.h"
 
 namespace npc {
@@ -19,6 +20,9 @@ namespace {
 using hlo::HloBuilder;
 using hlo::Op;
 using testing::TempDir;
+using testing::BatchNormInputs;
+using testing::BatchNormOutputs;
+using testing::kBatchNormModule;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -847,46 +851,13 @@ ENTRY %main (x: s32[15]) -> s32[15] {
   EXPECT_NE(failures["constant"].find("%table"), std::string::npos);
 }
 
-// batch-norm-training / -inference / -grad, XLA's formulas, on numbers chosen
-// so that variance + epsilon = 6 + 3 = 9. Feature 0: x = (0, 3, 6), mean 3;
-// feature 1: x = (-3, 0, 3), mean 0; scale (2, 1), offset (1, 0).
-constexpr char kBatchNormModule[] = R"(
-HloModule batch_norm
-
-ENTRY %main (x: f32[3,2], gy: f32[3,2], scale: f32[2], offset: f32[2]) -> (f32[3,2], f32[2], f32[2], f32[3,2], f32[3,2], f32[2], f32[2]) {
-  %x = f32[3,2] parameter(0)
-  %gy = f32[3,2] parameter(1)
-  %scale = f32[2] parameter(2)
-  %offset = f32[2] parameter(3)
-  %bn = (f32[3,2], f32[2], f32[2]) batch-norm-training(%x, %scale, %offset), epsilon=3, feature_index=1
-  %y = f32[3,2] get-tuple-element(%bn), index=0
-  %mean = f32[2] get-tuple-element(%bn), index=1
-  %var = f32[2] get-tuple-element(%bn), index=2
-  %inf = f32[3,2] batch-norm-inference(%x, %scale, %offset, %mean, %var), epsilon=3, feature_index=1
-  %g = (f32[3,2], f32[2], f32[2]) batch-norm-grad(%x, %scale, %mean, %var, %gy), epsilon=3, feature_index=1
-  %gx = f32[3,2] get-tuple-element(%g), index=0
-  %gs = f32[2] get-tuple-element(%g), index=1
-  %go = f32[2] get-tuple-element(%g), index=2
-  ROOT %out = (f32[3,2], f32[2], f32[2], f32[3,2], f32[3,2], f32[2], f32[2]) tuple(%y, %mean, %var, %inf, %gx, %gs, %go)
-}
-)";
-
+// The hand-worked case of support/batch_norm_case.h.
 TEST_F(HostCodegenTest, BatchNormTrainingInferenceAndGrad) {
-  auto out = CompileAndRun(Parse(kBatchNormModule), {F32({3, 2}, {0, -3, 3, 0, 6, 3}), F32({3, 2}, {1, 0, 2, 0, 6, 3}),
-                                                     F32({2}, {2, 1}), F32({2}, {1, 0})});
-  ASSERT_EQ(out.size(), 7u);
-  // y = scale * (x - mean) / 3 + offset.
-  ExpectFloats(out[0], {-1, -1, 1, 0, 3, 1}, 1e-6f, "y");
-  ExpectFloats(out[1], {3, 0}, 0, "mean");
-  ExpectFloats(out[2], {6, 6}, 0, "variance (biased: / m)");
-  ExpectFloats(out[3], {-1, -1, 1, 0, 3, 1}, 1e-6f, "inference");
-  // Feature 0: gy (1, 2, 6): sum 9, sum gy*(x-mean) = 15, d = 3, c = 15/9/3,
-  // gx = 2/3 * (gy - 3 - 5/9 (x - 3)) = (-2/9, -2/3, 8/9).
-  // Feature 1: gy (0, 0, 3): sum 3, sum gy*x = 9, d = 1, c = 1/3,
-  // gx = 1/3 * (gy - 1 - x/3) = (0, -1/3, 1/3).
-  ExpectFloats(out[4], {-2.f / 9, 0, -2.f / 3, -1.f / 3, 8.f / 9, 1.f / 3}, 1e-6f, "grad x");
-  ExpectFloats(out[5], {5, 3}, 1e-6f, "grad scale = sum gy*(x-mean) / 3");
-  ExpectFloats(out[6], {9, 3}, 0, "grad offset = sum gy");
+  std::vector<Tensor> args;
+  for (const auto& in : BatchNormInputs()) args.push_back(F32(in.dims, in.values));
+  auto out = CompileAndRun(Parse(kBatchNormModule), args);
+  ASSERT_EQ(out.size(), BatchNormOutputs().size());
+  for (size_t o = 0; o < out.size(); ++o) ExpectFloats(out[o], BatchNormOutputs()[o].values, 1e-6f, BatchNormOutputs()[o].what);
 }
 
 // UnsupportedOpcodes checks every instruction, not only the first failing one.
