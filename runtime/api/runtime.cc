@@ -169,14 +169,16 @@ Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleP
     std::lock_guard<std::mutex> lock(mu_);
     ++(counters_.*counter);
   };
-  auto load = [&]() -> Result<std::shared_ptr<Executable>> {
+  // Loads the artifact at `local_path`, else the entry's: the store's own
+  // file, or (S3) a local read-through copy fetched once.
+  auto load = [&](const std::string& local_path = "") -> Result<std::shared_ptr<Executable>> {
     const std::string artifact = entry.file(compiler_->ArtifactName());
     if (compiler_->backend() != "host") {
       return MakeError("cannot run " + entry_path + "/" + compiler_->ArtifactName() + ": running a " +
                        compiler_->backend() + " artifact needs its device runtime; npc runs host-backend artifacts only");
     }
-    // The store's own file, or (S3) a local read-through copy fetched once.
-    auto path = cache::LocalCopy(*store_, artifact, cache::DefaultLocalCopyRoot(store_->url()));
+    Result<std::string> path = local_path;
+    if (local_path.empty()) path = cache::LocalCopy(*store_, artifact, cache::DefaultLocalCopyRoot(store_->url()));
     if (!path) return path.error();
     auto exe = host::HostExecutable::Load(*path);
     if (!exe) return exe.error();
@@ -226,11 +228,31 @@ Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleP
   copts.retry_failed_compilation = options_.retry_failed_compilation;
   copts.wait_for_lock = true;
   auto compiled = CompileEntry(*store_, *compiler_, entry, copts);
-  if (!compiled) return compiled.error();
+  if (!compiled) {
+    // A remote store that could not take the compiled artifact (an upload
+    // failed, the server went away): CompileEntry kept it locally. The
+    // program runs that copy; the next compile of the entry uploads it.
+    const std::string kept = KeptArtifactPath(store_->url(), entry, compiler_->ArtifactName());
+    std::error_code ec;
+    if (!store_->LocalPath(entry.dir()) && std::filesystem::is_regular_file(kept, ec)) {
+      auto exe = load(kept);
+      if (exe) {
+        bump(&CacheCounters::compiles);
+        log::Warning(log::kCache, "Running the artifact of " + entry_path +
+                                      " from its local copy; storing it failed: " + compiled.error().message);
+        return exe;
+      }
+    }
+    return compiled.error();
+  }
   switch (compiled->status) {
     case EntryCompileResult::Status::kCompiled:
       bump(&CacheCounters::compiles);
-      log::Info(log::kCache, "Compiled " + entry_path + " in " + std::to_string(compiled->compile_seconds) + " s");
+      if (compiled->uploaded_kept_artifact) {
+        log::Info(log::kCache, "Uploaded the artifact of " + entry_path + " that an earlier run compiled");
+      } else {
+        log::Info(log::kCache, "Compiled " + entry_path + " in " + std::to_string(compiled->compile_seconds) + " s");
+      }
       return load();
     case EntryCompileResult::Status::kAlreadyDone:
       return load();

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <set>
 #include <thread>
@@ -27,6 +28,8 @@
 #include "cache/s3_store.h"
 #include "npc/cache.h"
 #include "npc/compiler.h"
+#include "npc/hlo_builder.h"
+#include "npc/runtime.h"
 #include "support/moto_server.h"
 #include "support/test_support.h"
 
@@ -490,6 +493,108 @@ TEST_F(S3FlowTest, ServerDiesMidRunLocalWorkIsKeptAndARerunCompletes) {
   auto real = RunCommand({NPC_MLP_TRAIN, "--steps", "3"}, ProgramEnv({{"NEURON_COMPILE_CACHE_URL", Url()}}));
   ASSERT_EQ(real.exit_status, 0) << real.output;
   EXPECT_EQ(Number(real.output, "npc cache: hits=\\d+ misses=(\\d+)"), 0) << real.output;
+}
+
+// (b') The same for the runtime's own compile of a miss: the server dies
+// while the program compiles a graph. The program does not stop: it runs the
+// artifact it compiled (kept locally, with a warning), with correct results.
+// When the server is back, the next program that misses this graph uploads
+// the kept artifact instead of compiling it again, and later ones hit.
+TEST_F(S3FlowTest, RuntimeRunsAnArtifactItCouldNotUploadAndTheNextMissUploadsIt) {
+  server_.RecordRequestsTo(tmp_.Sub("moto-requests.jsonl"));
+  StartServer(/*auth=*/false);
+  const int port = server_.port();
+  const std::string marks = tmp_.Sub("marks");
+  Env env = ProgramEnv({{"NPC_S3_MAX_RETRIES", "2"}, {"NPC_S3_RETRY_MAX_SECONDS", "2"},
+                        {"NPC_S3_CONNECT_TIMEOUT", "2"}, {"NPC_S3_LOCK_TTL", "3"},
+                        {"NPC_TEST_COMPILE_DELAY", "2"}});
+  // The runtime runs in this process: its environment is this test's.
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  for (const auto& [name, value] : env) {
+    const char* old = getenv(name.c_str());
+    saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+    if (value == "<unset>") {
+      unsetenv(name.c_str());
+    } else {
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  struct Restore {
+    decltype(saved)& vars;
+    ~Restore() {
+      for (const auto& [name, value] : vars) value ? setenv(name.c_str(), value->c_str(), 1) : unsetenv(name.c_str());
+    }
+  } restore{saved};
+
+  // y = x * 3 + 1 on f32[4].
+  hlo::HloBuilder b("affine");
+  hlo::Op x = b.Parameter(0, xla::F32, {4}, "x");
+  hlo::Op y = b.Add(b.Mul(x, b.Broadcast(b.ConstantF32(3), {4}, {})), b.Broadcast(b.ConstantF32(1), {4}, {}));
+  const xla::HloModuleProto module = b.Build(y);
+  Tensor input = ZeroTensor(xla::F32, {4});
+  for (int i = 0; i < 4; ++i) input.data<float>()[i] = static_cast<float>(i) - 1.5f;
+  auto check_run = [&](Executable& exe) {
+    auto out = exe.Run({input});
+    ASSERT_TRUE(out) << out.error().message;
+    ASSERT_EQ(out->size(), 1u);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ((*out)[0].data<float>()[i], (static_cast<float>(i) - 1.5f) * 3 + 1) << i;
+  };
+  auto make_runtime = [&](const std::string& cxx) {
+    RuntimeOptions options;
+    options.cache_url = Url();
+    options.compiler.program = cxx;
+    return Runtime::Create(options);
+  };
+
+  auto runtime = make_runtime(SlowCompiler(marks));
+  ASSERT_TRUE(runtime) << runtime.error().message;
+  Result<std::shared_ptr<Executable>> exe = MakeError("not run");
+  ::testing::internal::CaptureStderr();  // npc's log lines
+  std::thread program([&] { exe = (*runtime)->GetExecutable(module); });
+  auto start = Clock::now();
+  while (CountFiles(marks) < 1 && SecondsSince(start) < 60) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(CountFiles(marks), 1u) << "the runtime did not start compiling";
+  server_.Stop();
+  program.join();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(exe) << "the program stopped although its artifact was compiled: " << exe.error().message;
+  EXPECT_NE(log.find("Running the artifact of " + Url() + "/"), std::string::npos) << log;
+  EXPECT_NE(log.find("not uploaded"), std::string::npos) << log;
+  check_run(**exe);
+  EXPECT_EQ((*runtime)->counters().compiles, 1);
+  const std::vector<std::string> kept = FilesEndingWith(local_, ".not-uploaded");
+  ASSERT_EQ(kept.size(), 1u);
+  const std::string kept_entry = fs::relative(fs::path(kept[0]).parent_path(), local_).string();
+  const std::string kept_bytes = ReadFile(kept[0]);
+
+  // The server is back with what it had received; the entry is not done.
+  ASSERT_TRUE(server_.Start(/*auth=*/false, port)) << server_.error();
+  ASSERT_TRUE(server_.ReplayRecording()) << server_.error();
+  EXPECT_NE(States()[kept_entry], EntryState::kDone);
+  ExpectNoDoneWithoutArtifact();
+
+  // The next program's miss uploads the kept artifact, compiling nothing.
+  auto next = make_runtime(SlowCompiler(marks));
+  ASSERT_TRUE(next) << next.error().message;
+  auto uploaded_exe = (*next)->GetExecutable(module);
+  ASSERT_TRUE(uploaded_exe) << uploaded_exe.error().message;
+  check_run(**uploaded_exe);
+  EXPECT_EQ(CountFiles(marks), 1u) << "the kept artifact was compiled again";
+  EXPECT_FALSE(FileExists(kept[0]));
+  EXPECT_EQ(States()[kept_entry], EntryState::kDone);
+  S3Store store(Config());
+  auto uploaded = store.Read(kept_entry + "/model.so");
+  ASSERT_TRUE(uploaded) << uploaded.error().message;
+  EXPECT_TRUE(*uploaded == kept_bytes) << "the uploaded artifact is not the kept one";
+
+  // And a third one hits.
+  auto third = make_runtime("");
+  ASSERT_TRUE(third) << third.error().message;
+  auto hit = (*third)->GetExecutable(module);
+  ASSERT_TRUE(hit) << hit.error().message;
+  check_run(**hit);
+  EXPECT_EQ((*third)->counters().hits, 1);
+  EXPECT_EQ((*third)->counters().compiles, 0);
 }
 
 // (c) Two compile runs at once on one bucket: the leases let exactly one of

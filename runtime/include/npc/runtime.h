@@ -77,6 +77,10 @@ class Runtime {
   // means CanonicalGraphKey(module). Thread-safe.
   // Errors: an invalid module, a compile failure (message includes the
   // compiler output and the path of model.log), a cached failure, I/O errors.
+  // Not an error: a module compiled here whose artifact a remote store (S3)
+  // could not take; CompileEntry keeps it (KeptArtifactPath in npc/compiler.h)
+  // and it is loaded from there, with a warning; the next compile of the
+  // entry uploads it.
   Result<std::shared_ptr<Executable>> GetExecutable(const xla::HloModuleProto& module,
                                                     const std::string& graph_key = "");
   // The same for a serialized module (any format npc::hlo::ParseHloModule reads).
