@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/read_through.h"
+#include "cache/s3_store.h"
 #include "compilers/process.h"
 #include "generator/ninja_writer.h"
 #include "generator/pool.h"
@@ -45,6 +46,13 @@ Result<int> RunInteractive(const std::vector<std::string>& argv, const std::map<
 constexpr std::string_view kBuildDirName = ".npc-build";
 constexpr std::string_view kNinjaFile = "build.ninja";
 constexpr std::string_view kDumpResultsFile = "neuron_parallel_compile_results.json";
+// <build dir>/store-unreachable: written by a build edge that gave up on a
+// remote store (a request still failing when its retries were spent), holding
+// that error. An edge that starts while the file is younger than the store's
+// retry time limit fails at once, naming it, instead of spending that time
+// again (with S3 down, a run of hundreds of edges ends in seconds, not hours).
+// An edge that succeeds removes it, and so does `npc compile` before ninja.
+constexpr std::string_view kStoreUnreachableFile = "store-unreachable";
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -411,6 +419,8 @@ int RunCompile(const ToolOptions& options) {
       log::Error(log::kParallelCompile, "cannot find `ninja` in PATH (set NPC_NINJA to its path)");
       return 1;
     }
+    std::error_code ec;
+    fs::remove(ctx->build_dir + "/" + std::string(kStoreUnreachableFile), ec);  // from an earlier run
     int jobs = options.num_parallel ? *options.num_parallel : CpuCount();
     std::vector<std::string> argv = {ninja, "-C", ctx->build_dir, "-k", "0", "-j", std::to_string(std::max(1, jobs))};
     log::Info(log::kParallelCompile, "Running " + ShellJoin(argv));
@@ -678,12 +688,18 @@ int RunCompileEntry(const ToolOptions& options) {
   }
   EntryResultRecord record;
   record.entry = ref->dir();
+  const std::string build_dir = options.build_dir.empty() ? "" : AbsolutePath(options.build_dir);
+  const std::string unreachable_file = build_dir.empty() ? "" : build_dir + "/" + std::string(kStoreUnreachableFile);
+  cache::S3Store* s3 = nullptr;  // the store, when remote
   auto fail = [&](const std::string& message) {
     record.status = "error";
     record.ok = false;
     record.message = message;
     record.end_time = EpochSeconds();
-    if (!options.build_dir.empty()) (void)WriteResultRecord(AbsolutePath(options.build_dir), record);
+    if (!build_dir.empty()) (void)WriteResultRecord(build_dir, record);
+    if (s3 && s3->stats().gave_up > 0 && !unreachable_file.empty()) {
+      (void)WriteFileAtomic(unreachable_file, message);  // tell the edges that start next
+    }
     std::cerr << "npc compile-entry: " << ref->dir() << ": " << message << "\n";
     return 1;
   };
@@ -692,6 +708,23 @@ int RunCompileEntry(const ToolOptions& options) {
   if (!resolved) return fail(resolved.error().message);
   auto store = cache::OpenStore(resolved->url);
   if (!store) return fail(store.error().message);
+  s3 = dynamic_cast<cache::S3Store*>(store->get());
+  if (s3 && !unreachable_file.empty()) {
+    std::error_code ec;
+    const auto written = fs::last_write_time(unreachable_file, ec);
+    if (!ec) {
+      const double age = std::chrono::duration<double>(fs::file_time_type::clock::now() - written).count();
+      if (age < s3->config().retry_max_total_seconds) {
+        std::ifstream in(unreachable_file);
+        std::string why((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        while (!why.empty() && why.back() == '\n') why.pop_back();
+        s3 = nullptr;  // this edge sent nothing: leave the file as it is
+        return fail("not tried: another build edge gave up on " + resolved->url + " " +
+                    std::to_string(static_cast<int64_t>(age)) + " s ago (" + why +
+                    "); compile again once the store answers");
+      }
+    }
+  }
   auto compiler = MakeCompiler(EffectiveCompilerOptions(options));
   if (!compiler) return fail(compiler.error().message);
 
@@ -726,8 +759,7 @@ int RunCompileEntry(const ToolOptions& options) {
   if (result->status == S::kFailed || result->status == S::kCachedFailure) {
     record.log_path = StorePath(**store, ref->file(cache::kLogFile));
   }
-  if (!options.build_dir.empty()) {
-    std::string build_dir = AbsolutePath(options.build_dir);
+  if (!build_dir.empty()) {
     if (auto st = WriteResultRecord(build_dir, record); !st) {
       log::Warning(log::kParallelCompile, st.error().message);
     }
@@ -736,6 +768,10 @@ int RunCompileEntry(const ToolOptions& options) {
     }
   }
   if (record.ok) {
+    if (s3 && !unreachable_file.empty()) {
+      std::error_code ec;
+      fs::remove(unreachable_file, ec);  // the store answers again
+    }
     if (!options.stamp.empty()) {
       // The build edge's output for a remote store (see NinjaFileSpec::stamp_outputs).
       std::error_code ec;

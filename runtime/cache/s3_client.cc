@@ -537,7 +537,7 @@ S3Client::~S3Client() {
   for (void* h : idle_handles_) curl_easy_cleanup(static_cast<CURL*>(h));
 }
 
-S3Stats S3Client::stats() const { return S3Stats{requests_.load(), retries_.load()}; }
+S3Stats S3Client::stats() const { return S3Stats{requests_.load(), retries_.load(), gave_up_.load()}; }
 
 void* S3Client::AcquireHandle() {
   {
@@ -728,6 +728,7 @@ Result<S3Response> S3Client::Send(const S3Request& request) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     const std::string where = S3Url(request.key) + ": " + request.method + " " + HttpUrl(request);
     if (attempts > config_.max_retries) {
+      ++gave_up_;
       return MakeError(where + " failed after " + std::to_string(attempts) + " attempt" + (attempts == 1 ? "" : "s") +
                        " in " + Seconds(elapsed) + ": " + last_cause);
     }
@@ -735,6 +736,7 @@ Result<S3Response> S3Client::Send(const S3Request& request) {
                           config_.retry_base_seconds * std::pow(2.0, static_cast<double>(attempts - 1)));
     double delay = std::uniform_real_distribution<double>(0, std::max(cap, 0.0))(rng);
     if (elapsed + delay > config_.retry_max_total_seconds) {
+      ++gave_up_;
       return MakeError(where + " failed after " + std::to_string(attempts) + " attempt" + (attempts == 1 ? "" : "s") +
                        " in " + Seconds(elapsed) + " (retry time limit " + Seconds(config_.retry_max_total_seconds) +
                        "): " + last_cause);

@@ -148,6 +148,7 @@ struct S3Response {
 struct S3Stats {
   int64_t requests = 0;  // HTTP requests sent (attempts, retries included)
   int64_t retries = 0;   // attempts after a retryable failure
+  int64_t gave_up = 0;   // requests still failing (transport error, 5xx, throttling) when the retries were spent
 };
 
 // Sends S3 requests for one bucket. Thread-safe; keeps connections alive
@@ -193,6 +194,7 @@ class S3Client {
   std::vector<void*> idle_handles_;
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> retries_{0};
+  std::atomic<int64_t> gave_up_{0};
   // Set once a request signed with strict SigV4 URI encoding was refused
   // and the same request with werkzeug-style encoding ('/' and '+' etc. left
   // raw) was accepted: a server that verifies signatures over its decoded

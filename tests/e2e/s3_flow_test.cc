@@ -19,6 +19,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -459,6 +460,15 @@ TEST_F(S3FlowTest, ServerDiesMidRunLocalWorkIsKeptAndARerunCompletes) {
             std::string::npos)
       << run.output;
   EXPECT_NE(run.output.find("1 compiled artifact was not uploaded"), std::string::npos) << run.output;
+  // The edge that gave up on the server told the ones after it, which did
+  // not spend their own retries on it.
+  size_t not_tried = 0;  // one line of each such edge
+  std::istringstream lines(run.output);
+  for (std::string line; std::getline(lines, line);) {
+    not_tried += line.rfind("npc compile-entry: ", 0) == 0 &&
+                 line.find(": not tried: another build edge gave up on " + Url()) != std::string::npos;
+  }
+  EXPECT_EQ(not_tried, entries.size() - 2) << run.output;
   EXPECT_EQ(Number(run.output, "Total successful compilations: (\\d+)"), 1) << run.output;
   EXPECT_EQ(Number(run.output, "Total failed compilations: (\\d+)"), static_cast<double>(entries.size() - 1))
       << run.output;
