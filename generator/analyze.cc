@@ -1,4 +1,5 @@
 #include "generator/analyze.h"
+#include "generator/files.h"
 
 #include <unistd.h>
 
@@ -42,29 +43,6 @@ std::string CanonicalBackend(const std::string& backend) { return backend == "ne
 std::string SelectedBackend(const ToolOptions& options) {
   if (!options.backend.empty()) return CanonicalBackend(options.backend);
   return CanonicalBackend(CompilerOptionsFromEnvironment().backend);
-}
-
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
-  const fs::path target(path);
-  const std::string tmp =
-      (target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(getpid()))).string();
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << data;
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return MakeError("cannot write " + tmp);
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return MakeError("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  }
-  return {};
 }
 
 // The cache entry `file` belongs to ("<compiler dir>/MODULE_<key>+<hash>"),

@@ -1,4 +1,5 @@
 #include "generator/commands.h"
+#include "generator/files.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -104,29 +105,6 @@ CompilerOptions EffectiveCompilerOptions(const ToolOptions& options) {
   if (!options.backend.empty()) co.backend = options.backend;
   if (!options.compiler.empty()) co.program = options.compiler;
   return co;
-}
-
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
-  std::string tmp = (fs::path(path).parent_path() / ("." + fs::path(path).filename().string() + ".tmp." +
-                                                      std::to_string(getpid())))
-                        .string();
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << data;
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      return MakeError("cannot write " + tmp);
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return MakeError("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  }
-  return {};
 }
 
 std::string StorePath(cache::Store& store, const std::string& path) {

@@ -1,4 +1,5 @@
 #include "generator/manifest.h"
+#include "generator/files.h"
 
 #include <unistd.h>
 
@@ -62,28 +63,6 @@ bool IsHex(const std::string& s, size_t size) {
 
 bool IsDecimal(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-Status WriteFileAtomic(const std::string& path, std::string_view data) {
-  fs::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
-  std::string tmp = (p.parent_path() / ("." + p.filename().string() + ".tmp." + std::to_string(getpid()))).string();
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(data.size()));
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return MakeError("cannot write " + tmp);
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return MakeError("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  }
-  return {};
 }
 
 // The cache root as the other commands resolve it (option, NEURON_CC_FLAGS

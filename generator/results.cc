@@ -1,4 +1,5 @@
 #include "generator/results.h"
+#include "generator/files.h"
 
 #include <unistd.h>
 
@@ -54,26 +55,7 @@ std::string ResultRecordPath(const std::string& build_dir, const std::string& en
 }
 
 Status WriteResultRecord(const std::string& build_dir, const EntryResultRecord& record) {
-  std::string path = ResultRecordPath(build_dir, record.entry);
-  std::error_code ec;
-  fs::create_directories(fs::path(path).parent_path(), ec);
-  if (ec) return MakeError("cannot create " + fs::path(path).parent_path().string() + ": " + ec.message());
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << RecordToJson(record).dump(2) << "\n";
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return MakeError("cannot write " + tmp);
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return MakeError("cannot rename " + tmp + " to " + path);
-  }
-  return {};
+  return WriteFileAtomic(ResultRecordPath(build_dir, record.entry), RecordToJson(record).dump(2) + "\n");
 }
 
 std::optional<EntryResultRecord> ReadResultRecord(const std::string& build_dir, const std::string& entry) {
