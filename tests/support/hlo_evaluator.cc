@@ -2153,14 +2153,21 @@ Result<Value> Evaluator::Dot(const HloInstructionProto& inst, const Value& lhs, 
   // does when they differ), then multiplied and accumulated in its
   // arithmetic type: float for f32/bf16, double for f64, the wrapping C++
   // integer type for integers.
-  auto as_result_type = [&](const Value& v) -> Result<Value> {
-    if (v.type == type) return v;
-    return Convert(v, type);
+  // (An operand already of the result type is read in place, not copied.)
+  std::optional<Value> lhs_converted, rhs_converted;
+  auto in_result_type = [&](const Value& v, std::optional<Value>& converted) -> Result<const Value*> {
+    if (v.type == type) return &v;
+    auto c = Convert(v, type);
+    if (!c.ok()) return c.error();
+    converted = std::move(*c);
+    return &*converted;
   };
-  auto l = as_result_type(lhs);
-  auto r = as_result_type(rhs);
-  if (!l.ok()) return l.error();
-  if (!r.ok()) return r.error();
+  auto l_ptr = in_result_type(lhs, lhs_converted);
+  if (!l_ptr.ok()) return l_ptr.error();
+  auto r_ptr = in_result_type(rhs, rhs_converted);
+  if (!r_ptr.ok()) return r_ptr.error();
+  const Value* l = *l_ptr;
+  const Value* r = *r_ptr;
 
   Value out = MakeArray(type, out_dims);
   // Row-major strides, and the offsets of the contracting positions (in
