@@ -197,7 +197,10 @@ Result<GenerateOutcome> Generate(const ToolContext& ctx, const ToolOptions& opti
   fs::create_directories(ctx.build_dir, ec);
   if (ec) return MakeError("cannot create the build directory " + ctx.build_dir + ": " + ec.message());
 
-  auto scan = ScanCompilerDir(*ctx.store, ctx.compiler_dir, ctx.compiler->ArtifactName());
+  // Local caches: every artifact's digest is checked (a DAMAGED entry gets an
+  // edge); remote ones: sizes only (a digest would download every artifact).
+  auto check = compiler_dir_local ? cache::ArtifactCheck::kDigest : cache::ArtifactCheck::kSize;
+  auto scan = ScanCompilerDir(*ctx.store, ctx.compiler_dir, ctx.compiler->ArtifactName(), check);
   if (!scan) return scan.error();
   GenerateOutcome out;
   out.plan = MakeBuildPlan(*scan, PlanOptions{ctx.retry_failed_compilation});
@@ -249,6 +252,7 @@ Result<GenerateOutcome> Generate(const ToolContext& ctx, const ToolOptions& opti
     }
     edge.entry = e.ref.dir();
     edge.graph_key = e.ref.graph_key;
+    edge.always_run = e.state == EntryState::kDamaged;
     spec.edges.push_back(std::move(edge));
   }
   auto text = RenderNinjaFile(spec);
@@ -513,7 +517,9 @@ int RunScan(const ToolOptions& options) {
     log::Error(log::kParallelCompile, ctx.error().message);
     return 1;
   }
-  auto scan = ScanCompilerDir(*ctx->store, ctx->compiler_dir, ctx->compiler->ArtifactName());
+  // Local caches: digests checked (DAMAGED); remote ones: sizes only.
+  auto check = ctx->store->LocalPath("") ? cache::ArtifactCheck::kDigest : cache::ArtifactCheck::kSize;
+  auto scan = ScanCompilerDir(*ctx->store, ctx->compiler_dir, ctx->compiler->ArtifactName(), check);
   if (!scan) {
     log::Error(log::kParallelCompile, scan.error().message);
     return 1;
@@ -542,9 +548,13 @@ int RunScan(const ToolOptions& options) {
     std::string bytes = std::to_string(e.hlo_bytes);
     if (bytes.size() < 12) bytes.insert(0, 12 - bytes.size(), ' ');
     std::cout << line << bytes << "  " << e.ref.dir() << "\n";
+    if (e.state == EntryState::kDamaged) {
+      auto why = cache::CheckEntryArtifact(*ctx->store, e.ref, ctx->compiler->ArtifactName(), check);
+      if (why && why->has_value()) std::cout << "        " << **why << "\n";
+    }
   }
   std::cout << scan->size() << " entries";
-  for (const char* s : {"TODO", "LOCKED", "DONE", "FAILED", "EMPTY"}) {
+  for (const char* s : {"TODO", "LOCKED", "DONE", "FAILED", "EMPTY", "DAMAGED"}) {
     if (counts.count(s)) std::cout << ", " << counts[s] << " " << s;
   }
   std::cout << "\n";

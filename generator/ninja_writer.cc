@@ -93,6 +93,7 @@ Result<std::string> RenderNinjaFile(const NinjaFileSpec& spec) {
   out += "\nbuild build.ninja: npc_generate" + generator_inputs + "\n";
 
   std::string all;
+  bool any_always_run = false;
   for (const auto& edge : spec.edges) {
     auto output = NinjaEscapePath(edge.output);
     if (!output) return output.error();
@@ -101,6 +102,10 @@ Result<std::string> RenderNinjaFile(const NinjaFileSpec& spec) {
       auto in = NinjaEscapePath(input);
       if (!in) return in.error();
       out += " " + *in;
+    }
+    if (edge.always_run) {
+      out += " | npc_always_run";
+      any_always_run = true;
     }
     out += '\n';
     auto entry = value({edge.entry});
@@ -111,6 +116,8 @@ Result<std::string> RenderNinjaFile(const NinjaFileSpec& spec) {
     Var(out, "  ", "key", *key);
     all += " " + *output;
   }
+  // A phony target without inputs that names no file is always out of date.
+  if (any_always_run) out += "\nbuild npc_always_run: phony\n";
   out += "\nbuild all: phony" + all + "\n";
   out += "default all\n";
   return out;

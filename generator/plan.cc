@@ -8,7 +8,7 @@
 namespace npc::tool {
 
 Result<std::vector<ScannedEntry>> ScanCompilerDir(cache::Store& store, const std::string& compiler_dir,
-                                                  std::string_view artifact_name) {
+                                                  std::string_view artifact_name, cache::ArtifactCheck check) {
   auto names = store.List(compiler_dir);
   if (!names) return names.error();
   std::vector<std::string> sorted = *names;
@@ -21,7 +21,7 @@ Result<std::vector<ScannedEntry>> ScanCompilerDir(cache::Store& store, const std
     e.ref = *ref;
     // Something named like an entry that cannot be listed (a plain file, an
     // unreadable directory) is not an entry we can compile: skip it, say so.
-    auto state = cache::GetEntryState(store, e.ref, artifact_name);
+    auto state = cache::GetEntryState(store, e.ref, artifact_name, check);
     if (!state) {
       auto size = store.Size(e.ref.dir());
       if (size) {
@@ -58,6 +58,7 @@ BuildPlan MakeBuildPlan(const std::vector<ScannedEntry>& scan, const PlanOptions
   for (const auto& e : scan) {
     switch (e.state) {
       case cache::EntryState::kTodo:
+      case cache::EntryState::kDamaged:
       case cache::EntryState::kLocked:
         plan.to_compile.push_back(e);
         break;

@@ -2,7 +2,7 @@
 //
 // Each build edge (`npc compile-entry`) writes one record,
 // <build dir>/results/<entry name>.json, for example
-//   {"entry": "host-gcc-12.2.0-cg1/MODULE_123+d41d8cd9", "hlo_path": "/cache/.../model.hlo_module.pb",
+//   {"entry": "host-gcc-12.2.0-x86_64-linux-gnu-cg3/MODULE_123+d41d8cd9", "hlo_path": "/cache/.../model.hlo_module.pb",
 //    "status": "compiled", "ok": true, "retries": 0, "compile_time": 2.5,
 //    "peak_rss_bytes": 104857600, "end_time": 1714567890.25, "log_path": "", "message": ""}
 // status is EntryCompileStatusName() ("compiled", "already done", "failed",

@@ -8,6 +8,9 @@
 
 #include "cache/read_through.h"
 #include "npc/compiler.h"
+#include "npc/log.h"
+#include "util/atomic_file.h"
+#include "util/digest.h"
 
 namespace npc {
 namespace fs = std::filesystem;
@@ -63,20 +66,10 @@ std::string FailureLog(const CompileOutcome& outcome, int attempts) {
 }
 
 // Moves (or copies, across file systems) the compiled artifact to `kept`,
-// atomically: a reader sees all of it or nothing.
+// atomically and durably: a reader sees all of it or nothing.
 Status KeepArtifact(const std::string& artifact_path, const std::string& kept) {
-  std::error_code ec;
-  fs::create_directories(fs::path(kept).parent_path(), ec);
-  if (ec) return MakeError("cannot create " + fs::path(kept).parent_path().string() + ": " + ec.message());
-  fs::rename(artifact_path, kept, ec);
-  if (!ec) return {};
-  const std::string tmp = kept + ".tmp." + std::to_string(getpid());
-  fs::copy_file(artifact_path, tmp, fs::copy_options::overwrite_existing, ec);
-  if (!ec) fs::rename(tmp, kept, ec);
-  if (ec) {
-    std::string why = ec.message();
-    fs::remove(tmp, ec);
-    return MakeError("cannot keep the compiled artifact at " + kept + ": " + why);
+  if (auto st = util::PutFileAtomic(artifact_path, kept, /*consume=*/true); !st) {
+    return MakeError("cannot keep the compiled artifact at " + kept + ": " + st.error().message);
   }
   return {};
 }
@@ -114,7 +107,9 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
     return result;
   };
 
-  auto state = cache::GetEntryState(store, entry, artifact);
+  // Digests are checked: a DONE entry whose artifact is damaged is compiled again.
+  constexpr auto kCheck = cache::ArtifactCheck::kDigest;
+  auto state = cache::GetEntryState(store, entry, artifact, kCheck);
   if (!state) return state.error();
   if (auto s = settled(*state)) return finish_settled(*s);
 
@@ -137,9 +132,25 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
   }
 
   // Re-check under the lock: another process may have finished it meanwhile.
-  state = cache::GetEntryState(store, entry, artifact);
+  state = cache::GetEntryState(store, entry, artifact, kCheck);
   if (!state) return state.error();
   if (auto s = settled(*state)) return finish_settled(*s);
+  // (Our own lock makes a DAMAGED entry read as LOCKED here.)
+  auto done_exists = store.Exists(entry.file(cache::kDoneFile));
+  if (!done_exists) return done_exists.error();
+  Result<std::optional<std::string>> why = std::optional<std::string>();
+  if (*done_exists) why = cache::CheckEntryArtifact(store, entry, artifact, kCheck);
+  if (!why) return why.error();
+  if (why->has_value()) {
+    // Readers must not meet the damaged artifact with a done file meanwhile:
+    // model.done goes first, then the artifact; the compile below commits anew
+    // (or, failing, leaves a FAILED entry).
+    result.damage = **why;
+    log::Warning(log::kCache, "Damaged artifact in " + store.url() + "/" + entry.dir() + ": " + result.damage +
+                                  "; compiling the entry again");
+    if (auto st = store.Remove(entry.file(cache::kDoneFile)); !st) return st.error();
+    if (auto st = store.Remove(entry.file(artifact)); !st) return st.error();
+  }
 
   auto hlo_name = cache::FindHloFile(store, entry);
   if (!hlo_name) return hlo_name.error();
@@ -159,14 +170,19 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
       }
     }
   }
-  // Commit: artifact, then model.done; an old failure log goes last. A
+  // Commit: artifact (fsynced, renamed, directory fsynced), then model.done
+  // with its size and SHA-256 (npc/cache.h); an old failure log goes last. A
   // remote store uploads from the kept copy (KeptArtifactPath), which is
   // removed only once model.done is written: if an upload fails, or this
   // process dies in the middle, the next compile of the entry finds it.
   const std::string kept = local_entry ? "" : KeptArtifactPath(store.url(), entry, artifact);
   auto commit = [&](const std::string& artifact_file) -> Status {
+    // The record is taken before the move (a local store consumes the file).
+    auto digest = util::Sha256File(artifact_file);
+    if (!digest) return digest.error();
+    const cache::ArtifactRecord record{artifact, digest->size, digest->sha256};
     if (auto st = store.PutFileAtomic(entry.file(artifact), artifact_file); !st) return st;
-    if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), ""); !st) return st;
+    if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), cache::DoneFileText(record)); !st) return st;
     if (!kept.empty()) {
       std::error_code ec;
       fs::remove(kept, ec);

@@ -12,6 +12,7 @@ std::string_view EntryStateName(EntryState state) {
     case EntryState::kDone: return "DONE";
     case EntryState::kFailed: return "FAILED";
     case EntryState::kEmpty: return "EMPTY";
+    case EntryState::kDamaged: return "DAMAGED";
   }
   return "UNKNOWN";
 }
@@ -32,18 +33,32 @@ std::optional<EntryRef> ParseEntryDirName(const std::string& compiler_dir, std::
   return ref;
 }
 
-Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::string_view artifact_name) {
+Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::string_view artifact_name,
+                                 ArtifactCheck check) {
   auto names = store.List(entry.dir());
   if (!names) return names.error();
   std::set<std::string, std::less<>> files(names->begin(), names->end());
   bool has_hlo = files.count(kHloFile) || files.count(kLegacyHloFile);
   bool has_artifact = files.count(artifact_name) > 0;
-  if (has_artifact && files.count(kDoneFile)) return EntryState::kDone;
+  bool damaged = false;
+  if (has_artifact && files.count(kDoneFile)) {
+    auto damage = CheckEntryArtifact(store, entry, artifact_name, check);
+    if (!damage) {
+      // A recompile removes model.done first: gone since the listing is not damage.
+      auto still = store.Exists(entry.file(kDoneFile));
+      if (!still || *still) return damage.error();
+    } else if (!damage->has_value()) {
+      return EntryState::kDone;
+    } else {
+      damaged = true;
+    }
+  }
   if (files.count(kLockFile)) {
     auto locked = store.IsLocked(entry.dir());
     if (!locked) return locked.error();
     if (*locked) return EntryState::kLocked;
   }
+  if (damaged) return EntryState::kDamaged;
   if (files.count(kLogFile) && !has_artifact) return EntryState::kFailed;
   if (has_hlo) return EntryState::kTodo;
   return EntryState::kEmpty;
@@ -60,15 +75,17 @@ Result<std::optional<std::string>> FindHloFile(Store& store, const EntryRef& ent
 
 Status PutEntryInputs(Store& store, const EntryRef& entry, std::string_view hlo_bytes,
                       std::string_view compile_flags_json) {
-  auto hlo = FindHloFile(store, entry);
-  if (!hlo) return hlo.error();
-  if (!hlo->has_value()) {
-    if (auto st = store.WriteAtomic(entry.file(kHloFile), hlo_bytes); !st) return st;
-  }
+  // Flags first: a scan between the two writes sees no HLO (EMPTY, ignored),
+  // never an HLO whose flags are missing.
   auto flags_exist = store.Exists(entry.file(kFlagsFile));
   if (!flags_exist) return flags_exist.error();
   if (!*flags_exist) {
     if (auto st = store.WriteAtomic(entry.file(kFlagsFile), compile_flags_json); !st) return st;
+  }
+  auto hlo = FindHloFile(store, entry);
+  if (!hlo) return hlo.error();
+  if (!hlo->has_value()) {
+    if (auto st = store.WriteAtomic(entry.file(kHloFile), hlo_bytes); !st) return st;
   }
   return {};
 }

@@ -43,7 +43,7 @@ std::string MakeWrapper(const std::string& dir) {
   std::string script =
       "#!/bin/sh\n"
       "D=" + ShellQuote(dir) + "\n"
-      "for a in \"$@\"; do case \"$a\" in --version|-dumpversion|-dumpfullversion) exec " + ShellQuote(real) +
+      "for a in \"$@\"; do case \"$a\" in --version|-dumpversion|-dumpfullversion|-dumpmachine) exec " + ShellQuote(real) +
       " \"$@\";; esac; done\n"
       "flock \"$D/count\" sh -c 'echo compile >> \"$1\"' sh \"$D/count\"\n"
       "if [ -e \"$D/slow\" ]; then\n"

@@ -11,6 +11,7 @@
 
 #include "npc/compiler.h"
 #include "support/test_support.h"
+#include "util/digest.h"
 
 namespace npc {
 namespace {
@@ -76,6 +77,42 @@ TEST_F(CompileEntryTest, CompilesThenCommitsArtifactBeforeDone) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->status, Outcome::kAlreadyDone);
   EXPECT_EQ(compiler.calls, 1);
+}
+
+TEST_F(CompileEntryTest, ModelDoneRecordsTheArtifactsSizeAndDigest) {
+  FakeCompiler compiler;
+  ASSERT_TRUE(CompileEntry(store, compiler, entry, {}).ok());
+  auto record = cache::ReadDoneFile(store, entry);
+  ASSERT_TRUE(record.ok() && record->has_value()) << (record.ok() ? "empty model.done" : record.error().message);
+  EXPECT_EQ((*record)->artifact, "model.bin");
+  EXPECT_EQ((*record)->size, 8);
+  EXPECT_EQ((*record)->sha256, util::Sha256Hex("ARTIFACT"));
+}
+
+TEST_F(CompileEntryTest, DamagedArtifactIsCompiledAgain) {
+  FakeCompiler compiler;
+  ASSERT_TRUE(CompileEntry(store, compiler, entry, {}).ok());
+  // Same size, other bytes: only the digest tells.
+  ASSERT_TRUE(npc::testing::WriteFile(*store.LocalPath(entry.file("model.bin")), "ARTIFACX"));
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kDone);
+  auto r = CompileEntry(store, compiler, entry, {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, Outcome::kCompiled);
+  EXPECT_NE(r->damage.find("SHA-256 of model.bin"), std::string::npos) << r->damage;
+  EXPECT_EQ(compiler.calls, 2);
+  EXPECT_EQ(*store.Read(entry.file("model.bin")), "ARTIFACT");
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin", cache::ArtifactCheck::kDigest), cache::EntryState::kDone);
+
+  // Emptied and failing to compile again: no damaged artifact stays, the failure is cached.
+  ASSERT_TRUE(npc::testing::WriteFile(*store.LocalPath(entry.file("model.bin")), ""));
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kDamaged);
+  FakeCompiler failing(1);
+  r = CompileEntry(store, failing, entry, {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, Outcome::kFailed);
+  EXPECT_FALSE(*store.Exists(entry.file("model.bin")));
+  EXPECT_FALSE(*store.Exists(entry.file("model.done")));
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kFailed);
 }
 
 TEST_F(CompileEntryTest, FailureWritesLogWithCommandStatusAndOutput) {

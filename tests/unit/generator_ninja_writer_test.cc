@@ -78,6 +78,16 @@ TEST(NinjaWriterTest, ShapeOfTheFile) {
   EXPECT_EQ(*RenderNinjaFile(SampleSpec()), t);
 }
 
+TEST(NinjaWriterTest, DamagedEntryEdgeAlwaysRuns) {
+  NinjaFileSpec spec = SampleSpec();
+  EXPECT_EQ(RenderNinjaFile(spec)->find("npc_always_run"), std::string::npos);
+  spec.edges[1].always_run = true;
+  auto text = RenderNinjaFile(spec);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_NE(text->find("/cache/d/MODULE_10+d41d8cd9/compile_flags.json | npc_always_run\n"), std::string::npos) << *text;
+  EXPECT_NE(text->find("\nbuild npc_always_run: phony\n"), std::string::npos) << *text;
+}
+
 TEST(NinjaWriterTest, PoolDepthAtLeastOne) {
   NinjaFileSpec spec = SampleSpec();
   spec.pool_depth = 0;
