@@ -48,6 +48,17 @@ Status CheckArguments(const std::vector<TensorSpec>& params, const std::vector<T
   return {};
 }
 
+// Whether this process may write `dir`, or create it: the nearest existing
+// directory on its path is writable.
+bool CanCreateIn(std::string dir) {
+  for (;;) {
+    if (access(dir.c_str(), F_OK) == 0) return access(dir.c_str(), W_OK) == 0;
+    size_t slash = dir.rfind('/');
+    if (slash == std::string::npos || slash == 0) return access("/", W_OK) == 0;
+    dir.resize(slash);
+  }
+}
+
 // The executable of a trial run: outputs are zeros of the right shapes.
 class PlaceholderExecutable : public Executable {
  public:
@@ -306,9 +317,9 @@ Result<std::shared_ptr<Executable>> Runtime::CompileMiss(const xla::HloModulePro
     return exe;
   };
   // A local cache this process cannot write (read-only): compile privately, store nothing.
-  if (auto dir = store_->LocalPath(""); dir && access(dir->c_str(), W_OK) != 0) {
-    log::Warning(log::kCache, "Cache " + *dir + " is not writable: compiling " + entry.dir() +
-                                  " in a scratch directory; the result is not stored");
+  if (auto dir = store_->LocalPath(entry.dir()); dir && !CanCreateIn(*dir)) {
+    log::Warning(log::kCache, "Cache " + store_->url() + " is not writable here (" + *dir + "): compiling " +
+                                  entry.dir() + " in a scratch directory; the result is not stored");
     return CompileInScratch(module, entry);
   }
   std::string serialized;
