@@ -131,8 +131,8 @@ int FailureStatus(int status) { return status <= 0 || status > 255 ? 1 : status;
 // After a SIGINT/SIGTERM/SIGHUP was forwarded to the child that just ended:
 // says so and gives the conventional exit status, 128 + the signal.
 int StopInterrupted(int sig, const std::string& what) {
-  log::Error(log::kParallelCompile, std::string("Interrupted by ") + strsignal(sig) + " (signal " +
-                                        std::to_string(sig) + "): " + what);
+  log::Error(log::kParallelCompile, "Interrupted by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+                                        "): " + what);
   return 128 + sig;
 }
 
@@ -400,9 +400,9 @@ int RunCompile(const ToolOptions& options) {
                 gen->ninja_file + ", pool depth " + std::to_string(gen->pool_depth));
 
   int ninja_status = 0;
-  // This run's result records (see generator/results.h), removed after the summary.
+  // This run's result records (see generator/results.h), moved up after the summary.
   const std::string run_id = NewRunId();
-  RunResultsCleanup remove_results(ResultsDir(ctx->build_dir, run_id));
+  RunResultsPublisher publish_results(ctx->build_dir, run_id);
   if (!plan.to_compile.empty()) {
     std::string ninja = Env("NPC_NINJA");
     if (ninja.empty()) ninja = FindInPath("ninja");

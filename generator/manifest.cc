@@ -650,9 +650,9 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
                                        "; build file " + build->ninja_file + ", pool depth " +
                                        std::to_string(build->pool_depth));
   int ninja_status = 0;
-  // This run's result records (see generator/results.h), removed after the summary.
+  // This run's result records (see generator/results.h), moved up after the summary.
   const std::string run_id = NewRunId();
-  RunResultsCleanup remove_results(ResultsDir(ctx.build_dir, run_id));
+  RunResultsPublisher publish_results(ctx.build_dir, run_id);
   if (!build->manifest.entries.empty()) {
     std::string ninja = Env("NPC_NINJA");
     if (ninja.empty()) ninja = FindInPath("ninja");
@@ -675,8 +675,8 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
     }
     ninja_status = run->exit_status;
     if (int sig = InterruptSignal(); sig != 0) {
-      log::Error(log::kParallelCompile, std::string("Interrupted by ") + strsignal(sig) +
-                                            ": ninja and its compiles were stopped");
+      log::Error(log::kParallelCompile, "Interrupted by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+                                            "): ninja and its compiles were stopped");
       return 128 + sig;
     }
   }

@@ -65,9 +65,14 @@ std::string ResultsDir(const std::string& build_dir, const std::string& run_id) 
   return build_dir + "/results" + (run_id.empty() ? "" : "/" + run_id);
 }
 
-RunResultsCleanup::~RunResultsCleanup() {
+RunResultsPublisher::~RunResultsPublisher() {
+  const std::string run_dir = ResultsDir(build_dir_, run_id_);
   std::error_code ec;
-  fs::remove_all(dir_, ec);
+  for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code move_ec;
+    fs::rename(it->path(), ResultsDir(build_dir_) + "/" + it->path().filename().string(), move_ec);
+  }
+  fs::remove_all(run_dir, ec);
 }
 
 std::string ResultRecordPath(const std::string& build_dir, const std::string& entry, const std::string& run_id) {

@@ -4,8 +4,8 @@
 // <build dir>/results/<run id>/<entry name>.json, where the run id is the
 // environment variable NPC_RUN_ID that `npc compile` sets for its ninja (so
 // concurrent runs on one build directory each read their own edges' records;
-// the run removes its folder after its summary); ninja run by hand (no
-// NPC_RUN_ID): <build dir>/results/<entry name>.json. For example
+// after its summary a run moves them up to <build dir>/results/); ninja run by
+// hand (no NPC_RUN_ID): <build dir>/results/<entry name>.json. For example
 //   {"entry": "host-gcc-12.2.0-cg1/MODULE_123+d41d8cd9", "hlo_path": "/cache/.../model.hlo_module.pb",
 //    "status": "compiled", "ok": true, "retries": 0, "compile_time": 2.5,
 //    "peak_rss_bytes": 104857600, "end_time": 1714567890.25, "log_path": "", "message": ""}
@@ -61,17 +61,20 @@ std::string ResultRecordPath(const std::string& build_dir, const std::string& en
 // Written atomically (temporary name, then rename).
 Status WriteResultRecord(const std::string& build_dir, const EntryResultRecord& record,
                          const std::string& run_id = "");
-// Removes the folder `dir` (a run's ResultsDir) with everything in it when
-// destroyed: the run's records, once its summary is printed.
-class RunResultsCleanup {
+// When destroyed (the run's summary printed): moves the records of run
+// `run_id` up into <build_dir>/results/ (where ninja run by hand leaves them:
+// the latest finished run's record of each entry) and removes the run's folder.
+class RunResultsPublisher {
  public:
-  explicit RunResultsCleanup(std::string dir) : dir_(std::move(dir)) {}
-  ~RunResultsCleanup();
-  RunResultsCleanup(const RunResultsCleanup&) = delete;
-  RunResultsCleanup& operator=(const RunResultsCleanup&) = delete;
+  RunResultsPublisher(std::string build_dir, std::string run_id)
+      : build_dir_(std::move(build_dir)), run_id_(std::move(run_id)) {}
+  ~RunResultsPublisher();
+  RunResultsPublisher(const RunResultsPublisher&) = delete;
+  RunResultsPublisher& operator=(const RunResultsPublisher&) = delete;
 
  private:
-  std::string dir_;
+  std::string build_dir_;
+  std::string run_id_;
 };
 
 // nullopt when absent or unreadable.

@@ -277,6 +277,32 @@ TEST_F(RobustnessTest, SigtermToCompileStopsEveryCompilerAndLeavesNoLock) {
   EXPECT_EQ(CountLines(tmp_.Sub("count")), 2) << ReadFile(tmp_.Sub("count"));
 }
 
+// Ctrl-C (SIGINT to the foreground process group) during `npc compile
+// --manifest`: ninja runs in npc's group and gets it, stops its edges, each
+// edge stops its compiler; npc exits 130 and nothing is left running.
+TEST_F(RobustnessTest, CtrlCStopsCompileFromManifest) {
+  const std::string entry = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(8));
+  const std::string manifest = tmp_.Sub("npc.lock.json");
+  auto made = RunCommand({NPC_TOOL, "manifest", "--cache", cache_, "-o", manifest}, env_);
+  ASSERT_EQ(made.exit_status, 0) << made.output;
+  ASSERT_TRUE(testing::WriteFile(tmp_.Sub("slow"), ""));
+  const std::string log_path = tmp_.Sub("cli.log");
+  pid_t cli = Start({NPC_TOOL, "compile", "--cache", cache_, "--manifest", manifest}, log_path);
+  ASSERT_GT(cli, 0);
+  ASSERT_TRUE(WaitFor([&] { return ReadPids(tmp_.Sub("pids")).size() == 1; }, 120)) << ReadFile(log_path);
+  const auto [compiler, edge] = ReadPids(tmp_.Sub("pids"))[0];
+
+  ASSERT_EQ(kill(-cli, SIGINT), 0);  // what the terminal does on Ctrl-C
+  int status = WaitExit(cli, 60);
+  ASSERT_NE(status, -1) << "npc compile --manifest did not stop within 60 s\n" << ReadFile(log_path);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGINT) << status << "\n" << ReadFile(log_path);
+  EXPECT_TRUE(WaitFor([&] { return GroupGone(compiler); }, 10)) << "the compiler still runs";
+  EXPECT_TRUE(WaitFor([&] { return GroupGone(edge); }, 10)) << "compile-entry still runs";
+  EXPECT_TRUE(WaitFor([&] { return GroupGone(cli); }, 10)) << "ninja still runs";
+  EXPECT_EQ(State(entry), EntryState::kTodo);
+  EXPECT_FALSE(FileExists(Path(entry, "model.log")));
+}
+
 // Four `npc compile` at once on one cache whose module fails to compile: the
 // compiler runs once; the runs that waited report the cached failure, and
 // each run's summary reports its own edge (per-run result records).
@@ -306,9 +332,10 @@ TEST_F(RobustnessTest, FourConcurrentCompilesRunAFailingCompileOnce) {
     }
   }
   EXPECT_EQ(compiled_here, 1) << "exactly one run compiled (and failed) the module; its summary says so";
-  // Each run removed its result records.
+  // Each run moved its result records up and removed its run folder.
   const std::string results_dir = cache_ + "/" + dir_ + "/.npc-build/results";
-  if (fs::exists(results_dir)) EXPECT_TRUE(fs::is_empty(results_dir));
+  for (const auto& f : fs::directory_iterator(results_dir)) EXPECT_FALSE(f.is_directory()) << f.path();
+  EXPECT_TRUE(FileExists(results_dir + "/" + entry.substr(entry.rfind('/') + 1) + ".json"));
 }
 
 // libneuronxla's lock: while another process holds model.hlo_module.pb.lock
