@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -92,6 +93,8 @@ std::atomic<pid_t> g_children[kMaxChildren];
 std::atomic<int> g_interrupt_signal{0};
 std::atomic<bool> g_forwarding{false};
 std::atomic<bool> g_defer{false};
+// Which of kInterruptSignals OnInterrupt handles (not those ignored at start, e.g. SIGHUP under nohup).
+std::atomic<bool> g_handled[std::size(kInterruptSignals)];
 
 // Sends `sig` to the registered children: groups always, foreground children
 // only when `from_process`. Returns whether any child is registered.
@@ -206,7 +209,13 @@ void InstallInterruptForwarding(bool defer) {
   action.sa_sigaction = OnInterrupt;
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
-  for (int sig : kInterruptSignals) sigaction(sig, &action, nullptr);
+  for (size_t i = 0; i < std::size(kInterruptSignals); ++i) {
+    struct sigaction old {};
+    sigaction(kInterruptSignals[i], nullptr, &old);
+    if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN) continue;  // ignored (nohup): stays so
+    sigaction(kInterruptSignals[i], &action, nullptr);
+    g_handled[i].store(true);
+  }
 }
 
 int InterruptSignal() { return g_interrupt_signal.load(); }
@@ -276,7 +285,9 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Pro
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    for (int sig : kInterruptSignals) sigaction(sig, &dfl, nullptr);
+    for (size_t i = 0; i < std::size(kInterruptSignals); ++i) {
+      if (g_handled[i].load()) sigaction(kInterruptSignals[i], &dfl, nullptr);
+    }
     if (options.new_process_group) {
       setpgid(0, 0);  // own process group so a timeout can kill the whole tree
     } else {

@@ -45,7 +45,8 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Pro
 
 // ---- interruption (the command-line tools) ---------------------------------
 
-// After this call, SIGINT, SIGTERM and SIGHUP received by the process are
+// After this call, SIGINT, SIGTERM and SIGHUP (those not ignored when it is
+// called, so `nohup` keeps working) received by the process are
 // recorded (InterruptSignal) and forwarded to every child RunProcess is
 // running: to the child's whole process group when it leads one
 // (new_process_group), and to a foreground child only when a process sent the
