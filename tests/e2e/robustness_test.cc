@@ -115,6 +115,8 @@ class RobustnessTest : public ::testing::Test {
     pid_t pid = fork();
     if (pid == 0) {
       setpgid(0, 0);
+      // As a shell starts a foreground command, whatever this test inherited.
+      for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
       int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, 1);
       dup2(fd, 2);

@@ -157,6 +157,7 @@ TEST(RunProcess, InterruptIsForwardedToTheChildAndWaitedFor) {
   pid_t parent = fork();
   ASSERT_GE(parent, 0);
   if (parent == 0) {
+    signal(SIGTERM, SIG_DFL);  // whatever the test runner left ignored
     InstallInterruptForwarding(/*defer=*/true);
     auto first = RunProcess({"sh", "-c",
                              "trap 'echo got-TERM; exit 7' TERM; echo $$ > '" + pid_file +
