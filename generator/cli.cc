@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compilers/process.h"
 #include "generator/analyze.h"
 #include "generator/commands.h"
 #include "generator/explain.h"
@@ -239,6 +240,9 @@ int RunTool(const ToolOptions& options) {
     setenv("NPC_LOG_LEVEL", options.log_level.c_str(), 1);  // for the trial run, ninja's edges
   }
   const std::string& v = options.verb;
+  // SIGINT/SIGTERM/SIGHUP reach the children (ninja, compilers, the training
+  // command) and are waited for; compile-entry then releases its lock itself.
+  InstallInterruptForwarding(/*defer=*/v == "compile-entry");
   if (auto status = RunManifestVerb(options)) return *status;  // manifest, verify, import, --manifest
   if (v == "all") return RunAll(options);
   if (v == "collect") return RunCollect(options, /*then_generate=*/true);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -649,6 +650,9 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
                                        "; build file " + build->ninja_file + ", pool depth " +
                                        std::to_string(build->pool_depth));
   int ninja_status = 0;
+  // This run's result records (see generator/results.h), moved up after the summary.
+  const std::string run_id = NewRunId();
+  RunResultsPublisher publish_results(ctx.build_dir, run_id);
   if (!build->manifest.entries.empty()) {
     std::string ninja = Env("NPC_NINJA");
     if (ninja.empty()) ninja = FindInPath("ninja");
@@ -658,14 +662,23 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
     }
     std::vector<std::string> argv = {ninja, "-C", ctx.build_dir, "-k", "0", "-j", std::to_string(build->pool_depth)};
     log::Info(log::kParallelCompile, "Running " + ShellJoin(argv));
+    // In the foreground, like `npc compile`: Ctrl-C reaches ninja, which
+    // stops its edges; SIGTERM to npc is forwarded (InstallInterruptForwarding).
     ProcessOptions po;
     po.capture_output = false;
+    po.new_process_group = false;
+    po.set_env[kRunIdVariable] = run_id;
     auto run = RunProcess(argv, po);
     if (!run) {
       log::Error(log::kParallelCompile, "cannot run ninja: " + run.error().message);
       return 1;
     }
     ninja_status = run->exit_status;
+    if (int sig = InterruptSignal(); sig != 0) {
+      log::Error(log::kParallelCompile, "Interrupted by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+                                            "): ninja and its compiles were stopped");
+      return 128 + sig;
+    }
   }
 
   CompileSummary summary;
@@ -675,7 +688,7 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
     const cache::EntryRef ref = e.ref();
     SummaryItem item;
     item.hlo_path = StoreShownPath(*ctx.store, ref.file(e.hlo_file));
-    auto record = ReadResultRecord(ctx.build_dir, ref.dir());
+    auto record = ReadResultRecord(ctx.build_dir, ref.dir(), run_id);
     auto state = cache::GetEntryState(*ctx.store, ref, e.artifact_file);
     item.ok = state && *state == EntryState::kDone;
     if (record && record->end_time >= start_time) {
@@ -804,6 +817,10 @@ void AddManifestOptions(CLI::App& app, const std::string& verb, ToolOptions& o) 
                    "Where to recompile (default: a temporary directory, removed when every digest matches)");
   }
   if (verb == "import") {
+    app.add_option("--flags", o.import_flags,
+                   "The compiler flags of the imported entries, as one string split like a shell would "
+                   "(e.g. --flags='--target=trn2 -O1'); instead of the compiler flags of NEURON_CC_FLAGS "
+                   "(the default). Only compiler flags: cache options (--cache_dir, ...) are refused");
     app.add_flag("-k,--keep_going", o.keep_going,
                  "Import every file that reads and report the others (exit status 1), instead of importing "
                  "nothing when one file is bad");

@@ -34,8 +34,8 @@
 namespace npc::tool {
 
 // Escapes a path for a build statement ("build <outputs>: rule <inputs>"):
-// '$' -> "$$", ' ' -> "$ ", ':' -> "$:". Errors: a newline or NUL (ninja
-// cannot express them), naming the path.
+// '$' -> "$$", ' ' -> "$ ", ':' -> "$:". Errors: a line break, NUL or '|'
+// (ninja cannot express them in a path), naming the path (escaped).
 Result<std::string> NinjaEscapePath(std::string_view path);
 
 // Escapes text for the value of a ninja variable (e.g. a command): '$' -> "$$".

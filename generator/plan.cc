@@ -1,11 +1,35 @@
 #include "generator/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <tuple>
 
 #include "npc/log.h"
 
 namespace npc::tool {
+
+namespace {
+
+// `name` with control characters, backslashes and non-ASCII bytes as C escapes.
+std::string PrintableName(std::string_view name) {
+  std::string out;
+  for (unsigned char c : name) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<std::vector<ScannedEntry>> ScanCompilerDir(cache::Store& store, const std::string& compiler_dir,
                                                   std::string_view artifact_name, cache::ArtifactCheck check) {
@@ -16,7 +40,17 @@ Result<std::vector<ScannedEntry>> ScanCompilerDir(cache::Store& store, const std
   std::vector<ScannedEntry> out;
   for (const auto& name : sorted) {
     auto ref = cache::ParseEntryDirName(compiler_dir, name);
-    if (!ref) continue;  // not an entry: ignored
+    if (!ref) {
+      // Not an entry: ignored. Named like one but malformed (a stray
+      // `MODULE_1\n2+abc`): ignored too, with a warning, so that one bad name
+      // does not stop the build of the whole cache.
+      if (name.rfind(cache::kEntryPrefix, 0) == 0) {
+        log::Warning(log::kParallelCompile, "ignoring " + store.url() + "/" + compiler_dir + "/" + PrintableName(name) +
+                                                ": not a valid entry name (MODULE_<graph key>+<flags hash>, "
+                                                "letters, digits, '.', '_' and '-' only)");
+      }
+      continue;
+    }
     ScannedEntry e;
     e.ref = *ref;
     // Something named like an entry that cannot be listed (a plain file, an

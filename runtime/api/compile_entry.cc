@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cache/read_through.h"
+#include "compilers/process.h"
 #include "npc/compiler.h"
 #include "npc/log.h"
 #include "util/atomic_file.h"
@@ -25,6 +26,7 @@ std::string_view EntryCompileStatusName(EntryCompileResult::Status status) {
     case Outcome::kCachedFailure: return "cached failure";
     case Outcome::kLocked: return "locked";
     case Outcome::kNoHlo: return "no HLO";
+    case Outcome::kInterrupted: return "interrupted";
   }
   return "unknown";
 }
@@ -114,14 +116,27 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
   if (auto s = settled(*state)) return finish_settled(*s);
 
   // Take the lock, waiting for another compiler of this entry if asked to.
+  // Holding npc's lock, another tool's held lock (libneuronxla's) still means
+  // someone else is at work on the entry: let go and wait like for ours.
   std::unique_ptr<cache::EntryLock> lock;
   auto wait_start = std::chrono::steady_clock::now();
   for (;;) {
+    if (InterruptSignal() != 0) {
+      result.status = Outcome::kInterrupted;
+      return result;
+    }
     auto taken = store.TryLock(entry.dir());
     if (!taken) return taken.error();
     if (*taken) {
-      lock = std::move(*taken);
-      break;
+      // Re-check under the lock: another process may have finished it
+      // meanwhile (DONE, or FAILED: reported as the cached failure).
+      state = cache::GetEntryState(store, entry, artifact, kCheck, /*own_lock_held=*/true);
+      if (!state) return state.error();
+      if (*state != EntryState::kLocked) {
+        lock = std::move(*taken);
+        break;
+      }
+      taken->reset();
     }
     double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
     if (!options.wait_for_lock || waited > options.lock_wait_seconds) {
@@ -130,12 +145,7 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(store.LocalPath("") ? 100 : 1000));
   }
-
-  // Re-check under the lock: another process may have finished it meanwhile.
-  state = cache::GetEntryState(store, entry, artifact, kCheck);
-  if (!state) return state.error();
   if (auto s = settled(*state)) return finish_settled(*s);
-  // (Our own lock makes a DAMAGED entry read as LOCKED here.)
   auto done_exists = store.Exists(entry.file(cache::kDoneFile));
   if (!done_exists) return done_exists.error();
   Result<std::optional<std::string>> why = std::optional<std::string>();
@@ -243,6 +253,11 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
       result.compile_seconds += outcome.seconds;
       result.peak_rss_bytes = std::max(result.peak_rss_bytes, outcome.peak_rss_bytes);
       if (outcome.ok) break;
+      if (InterruptSignal() != 0) {
+        // Stopped by the signal (or never started): not a compile failure.
+        result.status = Outcome::kInterrupted;
+        return result;
+      }
     }
   }
 

@@ -27,14 +27,18 @@ std::optional<EntryRef> ParseEntryDirName(const std::string& compiler_dir, std::
   size_t plus = rest.rfind('+');
   if (plus == std::string_view::npos || plus == 0 || plus + 1 >= rest.size()) return std::nullopt;
   EntryRef ref{compiler_dir, std::string(rest.substr(0, plus)), std::string(rest.substr(plus + 1))};
+  auto alnum = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
   for (char c : ref.graph_key) {
-    if (c == '/' || c == '\0') return std::nullopt;
+    if (!alnum(c) && c != '.' && c != '_' && c != '-') return std::nullopt;
+  }
+  for (char c : ref.flags_hash) {
+    if (!alnum(c)) return std::nullopt;
   }
   return ref;
 }
 
 Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::string_view artifact_name,
-                                 ArtifactCheck check) {
+                                 ArtifactCheck check, bool own_lock_held) {
   auto names = store.List(entry.dir());
   if (!names) return names.error();
   std::set<std::string, std::less<>> files(names->begin(), names->end());
@@ -53,8 +57,17 @@ Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::strin
       damaged = true;
     }
   }
-  if (files.count(kLockFile)) {
+  if (files.count(kLockFile) && !own_lock_held) {
     auto locked = store.IsLocked(entry.dir());
+    if (!locked) return locked.error();
+    if (*locked) return EntryState::kLocked;
+  }
+  bool foreign_lock_file = false;
+  for (const auto& name : files) {
+    if (name != kLockFile && name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0) foreign_lock_file = true;
+  }
+  if (foreign_lock_file) {
+    auto locked = store.IsForeignLocked(entry.dir());
     if (!locked) return locked.error();
     if (*locked) return EntryState::kLocked;
   }

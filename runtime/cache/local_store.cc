@@ -172,4 +172,41 @@ Result<bool> LocalStore::IsLocked(const std::string& entry_dir) {
   return locked;
 }
 
+Result<bool> LocalStore::IsForeignLocked(const std::string& entry_dir) {
+  auto names = List(entry_dir);
+  if (!names) return names.error();
+  for (const auto& name : *names) {
+    if (name == kLockFile || name.size() <= 5 || name.compare(name.size() - 5, 5, ".lock") != 0) continue;
+    auto held = IsFileLockHeld(Abs(entry_dir + "/" + name));
+    if (!held) return held.error();
+    if (*held) return true;
+  }
+  return false;
+}
+
+Result<bool> IsFileLockHeld(const std::string& path) {
+  int mode = LOCK_EX;
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+    mode = LOCK_SH;  // cannot open it for writing: a shared probe on a read-only descriptor
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  }
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return MakeError("cannot open lock file " + path + " to probe it: " + ErrnoText());
+  }
+  bool held = false;
+  if (flock(fd, mode | LOCK_NB) == 0) {
+    flock(fd, LOCK_UN);
+  } else if (errno == EWOULDBLOCK) {
+    held = true;
+  } else {
+    std::string err = "cannot probe lock file " + path + " with flock: " + ErrnoText();
+    close(fd);
+    return MakeError(err);
+  }
+  close(fd);
+  return held;
+}
+
 }  // namespace npc::cache

@@ -89,6 +89,12 @@ TEST(EntryRef, DirectoryNamesRoundTrip) {
   EXPECT_FALSE(ParseEntryDirName("c", "MODULE_nohash").has_value());
   EXPECT_FALSE(ParseEntryDirName("c", "notes.txt").has_value());
   EXPECT_FALSE(ParseEntryDirName("c", "MODULE_+abc").has_value());
+  // Names no tool makes and build.ninja cannot hold are not entries.
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_1\n2+abc").has_value());
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_1|2+abc").has_value());
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_1 2+abc").has_value());
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_12+ab$c").has_value());
+  EXPECT_TRUE(ParseEntryDirName("c", "MODULE_Sync_1.x-2+d41d8cd9").has_value());
 }
 
 TEST(LocalStore, WritesAtomicallyAndLists) {

@@ -1,6 +1,10 @@
 // Unit tests of CompileEntry (runtime/api/compile_entry.cc) with a fake
 // compiler: commit order, failure logs, retries, cached failures, locks; and
 // with a fake remote store: artifacts kept when an upload fails.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -184,6 +188,62 @@ TEST_F(CompileEntryTest, LockedEntryIsReportedOrWaitedFor) {
   ASSERT_TRUE(waited.ok());
   EXPECT_EQ(waited->status, Outcome::kCompiled);
   EXPECT_EQ(compiler.calls, 1);
+}
+
+// A waiter that gets the lock after the holder's compile FAILED reports the
+// cached failure: it does not compile again.
+TEST_F(CompileEntryTest, WaiterFindingAFailureReportsItWithoutCompiling) {
+  FakeCompiler compiler;
+  auto held = store.TryLock(entry.dir());
+  ASSERT_TRUE(held.ok() && *held);
+  std::thread holder([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(store.WriteAtomic(entry.file("model.log"), "error: from the other process\n").ok());
+    held->reset();
+  });
+  EntryCompileOptions wait;
+  wait.wait_for_lock = true;
+  auto r = CompileEntry(store, compiler, entry, wait);
+  holder.join();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, Outcome::kCachedFailure);
+  EXPECT_EQ(r->log, "error: from the other process\n");
+  EXPECT_EQ(compiler.calls, 0);
+}
+
+// Another tool's held lock file (libneuronxla's model.hlo_module.pb.lock):
+// LOCKED; reported or waited for, never compiled over.
+TEST_F(CompileEntryTest, ForeignLockIsWaitedForNeverCompiledOver) {
+  FakeCompiler compiler;
+  const std::string foreign = dir.path() + "/" + entry.file("model.hlo_module.pb.lock");
+  int fd = open(foreign.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);  // another open file: conflicts like another process
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kLocked);
+  auto held = cache::IsFileLockHeld(foreign);
+  ASSERT_TRUE(held.ok());
+  EXPECT_TRUE(*held);
+  auto r = CompileEntry(store, compiler, entry, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, Outcome::kLocked);
+  EXPECT_EQ(compiler.calls, 0);
+  EXPECT_FALSE(*store.Exists(entry.file("model.lock"))) << "npc's own lock is let go";
+
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    close(fd);  // the lock file stays, unheld (as filelock leaves it)
+  });
+  EntryCompileOptions wait;
+  wait.wait_for_lock = true;
+  auto waited = CompileEntry(store, compiler, entry, wait);
+  releaser.join();
+  ASSERT_TRUE(waited.ok());
+  EXPECT_EQ(waited->status, Outcome::kCompiled);
+  EXPECT_EQ(compiler.calls, 1);
+  held = cache::IsFileLockHeld(foreign);
+  ASSERT_TRUE(held.ok());
+  EXPECT_FALSE(*held);
+  EXPECT_FALSE(*cache::IsFileLockHeld(foreign + ".absent"));
 }
 
 TEST_F(CompileEntryTest, LeftoversOfAKilledCompileAreCleanedAndIgnored) {

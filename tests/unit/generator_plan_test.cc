@@ -131,6 +131,17 @@ TEST_F(PlanTest, ClassifiesEntriesAndIgnoresUnknownFiles) {
   close(fd);
 }
 
+// One stray directory with a name no tool makes (a line break in it) is
+// skipped; the rest of the cache still scans.
+TEST_F(PlanTest, MalformedEntryNamesAreSkipped) {
+  Put("MODULE_1+aaaaaaaa", "model.hlo_module.pb", "x");
+  Put("MODULE_1\n2+abc", "model.hlo_module.pb", "x");
+  Put("MODULE_3|4+abc", "model.hlo_module.pb", "x");
+  auto scan = Scan();
+  ASSERT_EQ(scan.size(), 1u);
+  EXPECT_EQ(scan[0].ref.graph_key, "1");
+}
+
 TEST_F(PlanTest, AbsentCompilerDirScansEmpty) {
   auto scan = Scan();
   EXPECT_TRUE(scan.empty());

@@ -11,6 +11,8 @@
 //                             libneuronxla writes it empty
 //       model.log             compiler output of a failed compile
 //       model.lock            present while the entry is being compiled
+//       *.lock                locks of other tools (libneuronxla: model.hlo_module.pb.lock);
+//                             an entry whose such file a live process flocks is LOCKED
 // <compiler dir> is `neuronxcc-<version>` for neuronx-cc, `<backend>-<version>`
 // for other backends. All paths handed to a Store are relative to <root> and
 // use '/'.
@@ -78,7 +80,7 @@ std::string ResolveCacheUrl(const CacheFlags& flags, const char* neuron_compile_
 
 enum class EntryState {
   kTodo,    // an HLO, no artifact, no log: needs compiling
-  kLocked,  // a live process holds the entry's lock
+  kLocked,  // a live process holds the entry's lock (npc's, or another tool's *.lock)
   kDone,    // artifact and model.done
   kFailed,  // model.log and no artifact: a cached failure
   kEmpty,   // no HLO and nothing else npc understands (ignored)
@@ -99,7 +101,10 @@ struct EntryRef {
   std::string file(std::string_view name) const { return dir() + "/" + std::string(name); }
 };
 
-// Parses a directory name "MODULE_<key>+<hash>"; nullopt for anything else.
+// Parses a directory name "MODULE_<key>+<hash>"; nullopt for anything else,
+// including a key or hash that is empty or has a character outside
+// [A-Za-z0-9._-] (hash: [A-Za-z0-9]): such names (a stray `MODULE_1\n2+abc`)
+// cannot be written into build.ninja or a shell command, and no tool makes them.
 std::optional<EntryRef> ParseEntryDirName(const std::string& compiler_dir, std::string_view name);
 
 // ---- stores ---------------------------------------------------------------
@@ -150,6 +155,14 @@ class Store {
   virtual Result<std::unique_ptr<EntryLock>> TryLock(const std::string& entry_dir) = 0;
   // true when a live process holds the lock of `entry_dir` (never writes).
   virtual Result<bool> IsLocked(const std::string& entry_dir) = 0;
+  // true when a live process holds another tool's lock file in `entry_dir`:
+  // a `*.lock` other than model.lock (libneuronxla locks
+  // `model.hlo_module.pb.lock` with flock while it writes or compiles the
+  // entry). Never writes. Stores without such locks (S3): false.
+  virtual Result<bool> IsForeignLocked(const std::string& entry_dir) {
+    (void)entry_dir;
+    return false;
+  }
 
   // A path on the local file system where `path` can be read directly, when
   // the store has one (LocalStore); nullopt otherwise.
@@ -176,12 +189,21 @@ class LocalStore : public Store {
   Status RemoveTree(const std::string& path) override;
   Result<std::unique_ptr<EntryLock>> TryLock(const std::string& entry_dir) override;
   Result<bool> IsLocked(const std::string& entry_dir) override;
+  Result<bool> IsForeignLocked(const std::string& entry_dir) override;
   std::optional<std::string> LocalPath(const std::string& path) const override;
 
  private:
   std::string Abs(const std::string& path) const;
   std::string root_;
 };
+
+// Whether a live process holds an flock on the local file `path`, probed with
+// a non-blocking flock on a descriptor opened for writing (flock over NFS
+// rejects a read-only one; a read-only file or file system falls back to a
+// shared probe on a read-only descriptor). false when the file is absent.
+// Errors: the file cannot be opened or probed (the caller must not take it
+// for free).
+Result<bool> IsFileLockHeld(const std::string& path);
 
 // Opens the store for a cache URL: a local path (or file:// URL) gives a
 // LocalStore; s3://bucket[/prefix] an S3Store configured from the environment
@@ -246,9 +268,11 @@ Result<std::optional<std::string>> CheckEntryArtifact(Store& store, const EntryR
 // The state of one entry (see EntryState). `artifact_name` is the backend's
 // artifact file name (model.neff, model.so). An entry with artifact and
 // model.done is DONE when CheckEntryArtifact(check) finds nothing, else
-// DAMAGED (LOCKED while a live process holds its lock).
+// DAMAGED (LOCKED while a live process holds its lock). `own_lock_held`: the
+// caller holds the entry's model.lock, which then does not make it LOCKED
+// (another tool's held lock still does).
 Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::string_view artifact_name,
-                                 ArtifactCheck check = ArtifactCheck::kSize);
+                                 ArtifactCheck check = ArtifactCheck::kSize, bool own_lock_held = false);
 
 // The entry's HLO file name: kHloFile, or kLegacyHloFile when only that exists;
 // nullopt when neither.

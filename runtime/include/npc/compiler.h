@@ -88,6 +88,8 @@ struct EntryCompileResult {
     kCachedFailure,  // found FAILED and not retried
     kLocked,         // another live process holds the lock (wait_for_lock false)
     kNoHlo,          // the entry has no HLO file
+    kInterrupted,    // a signal arrived (see InstallInterruptForwarding in compilers/process.h): the
+                     // compile was stopped (or not started); nothing written, the lock released
   };
   Status status = Status::kFailed;
   int attempts = 0;                    // compile attempts made
@@ -105,7 +107,9 @@ std::string_view EntryCompileStatusName(EntryCompileResult::Status status);
 std::string KeptArtifactPath(const std::string& store_url, const cache::EntryRef& entry,
                              const std::string& artifact_name);
 
-// Locks the entry, re-checks its state, compiles with up to 1 + max_retries
+// Locks the entry (another tool's held `*.lock` counts as locked too:
+// waited for, never compiled over), re-checks its state (a cached failure
+// found after waiting is reported, not compiled again), compiles with up to 1 + max_retries
 // attempts in a private work directory inside the entry, moves the artifact
 // in atomically and then writes model.done with its size and SHA-256
 // (npc/cache.h); on failure writes model.log
