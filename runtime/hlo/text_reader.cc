@@ -101,6 +101,31 @@ std::optional<int64_t> ElementCountOf(const xla::ShapeProto& shape) {
 constexpr int kMaxNesting = kMaxHloTextNesting;
 constexpr int64_t kMaxIotaDevices = kMaxHloIotaDevices;
 
+// Well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF):
+// what a protobuf string field must hold to be written and read back.
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const int n = (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;  // continuation bytes
+    if (n < 0 || i + static_cast<size_t>(n) >= s.size()) return false;
+    uint32_t cp = c & (0x3f >> n);
+    for (int k = 1; k <= n; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += static_cast<size_t>(n) + 1;
+  }
+  return true;
+}
+
 // --- Float encodings ---------------------------------------------------------
 
 uint16_t FloatToBf16(float f) {
@@ -381,7 +406,10 @@ class Parser {
     while (true) {
       if (AtEnd()) return Fail(start, "unterminated string");
       char c = text_[pos_++];
-      if (c == '"') return true;
+      if (c == '"') {
+        // XLA's schema stores these in protobuf string fields, which must be UTF-8.
+        return IsValidUtf8(*out) || Fail(start, "string is not valid UTF-8");
+      }
       if (c != '\\') {
         out->push_back(c);
         continue;
@@ -1273,8 +1301,10 @@ class Parser {
       if (Peek() == '"') {
         if (!ParseString(&value)) return false;
       } else {
+        const size_t value_pos = pos_;
         std::string_view raw;
         if (!SkipValue(&raw)) return false;
+        if (!IsValidUtf8(raw)) return Fail(value_pos, "attribute value is not valid UTF-8");
         value = std::string(raw);
       }
       (*attrs->mutable_map())[key] = value;
@@ -1452,8 +1482,10 @@ class Parser {
         inst.set_backend_config(s);
         return true;
       }
+      const size_t value_pos = pos_;
       std::string_view raw;
       if (!SkipValue(&raw)) return false;
+      if (!IsValidUtf8(raw)) return Fail(value_pos, "backend_config is not valid UTF-8");
       inst.set_backend_config(std::string(raw));
       return true;
     }

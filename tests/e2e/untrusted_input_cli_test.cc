@@ -35,10 +35,14 @@ TEST(UntrustedInputCli, AnalyzeReportsCrashingInputsAsErrors) {
   ASSERT_TRUE(testing::WriteFile(in + "/iota.hlo",
                                  "HloModule m\nENTRY e {\n  ROOT p = f32[2]{0} parameter(0), "
                                  "sharding={devices=[2]<=[100000000000]}\n}\n"));
-  // A byte that is not UTF-8 in a name that goes into result.json (was SIGABRT).
+  // A byte that is not UTF-8 in a string (was SIGABRT: the JSON writer threw).
   ASSERT_TRUE(testing::WriteFile(in + "/latin1.hlo",
                                  "HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
                                  "  ROOT c = f32[2]{0} custom-call(p), custom_call_target=\"caf\xe9\"\n}\n"));
+  // A valid module whose file name (in result.json) is not UTF-8.
+  ASSERT_TRUE(testing::WriteFile(in + "/caf\xe9.hlo",
+                                 "HloModule m\nENTRY e {\n  p = f32[2]{0} parameter(0)\n"
+                                 "  ROOT a = f32[2]{0} add(p, p)\n}\n"));
   const std::string out = dir.path() + "/out";
   auto r = Npc({"analyze", "--analyze-output", out, in});
   EXPECT_EQ(r.exit_status, 1) << r.output;  // some file could not be read; no signal
@@ -46,13 +50,16 @@ TEST(UntrustedInputCli, AnalyzeReportsCrashingInputsAsErrors) {
   EXPECT_CONTAINS(r.output, "nested deeper than 64 levels");
   EXPECT_CONTAINS(r.output, "iota.hlo:3:");
   EXPECT_CONTAINS(r.output, "iota device list longer than");
+  EXPECT_CONTAINS(r.output, "latin1.hlo:4:");
+  EXPECT_CONTAINS(r.output, "string is not valid UTF-8");
   auto j = nlohmann::json::parse(testing::ReadFile(out + "/result.json"), nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << "result.json is not JSON";
   EXPECT_EQ(j["summary"]["modules"], 1);
-  EXPECT_EQ(j["summary"]["errors"], 2);
+  EXPECT_EQ(j["summary"]["errors"], 3);
   ASSERT_EQ(j["modules"].size(), 1u);
-  // U+FFFD for the invalid byte.
-  EXPECT_TRUE(j["modules"][0]["custom_call_targets"].contains("caf\xef\xbf\xbd")) << j["modules"][0].dump();
+  // U+FFFD for the invalid byte of the file name.
+  const std::string source = j["modules"][0]["source"];
+  EXPECT_CONTAINS(source, "/caf\xef\xbf\xbd.hlo");
 }
 
 TEST(UntrustedInputCli, ImportRefusesAProtobufOfAnotherTypeWithoutLibprotobufNoise) {

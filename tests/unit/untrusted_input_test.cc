@@ -108,6 +108,40 @@ TEST(UntrustedText, ShapeWhoseByteSizeOverflowsFailsValidation) {
   EXPECT_CONTAINS(e, "more bytes than a 64-bit size holds");
 }
 
+TEST(UntrustedText, StringsMustBeUtf8) {
+  // Protobuf string fields must hold UTF-8: such a module could not be
+  // written to the cache and read back.
+  std::string e = ParseError(Module("  p = f32[2]{0} parameter(0)\n"
+                                    "  ROOT c = f32[2]{0} custom-call(p), custom_call_target=\"caf\xe9\"\n"));
+  EXPECT_CONTAINS(e, "in.hlo:5:57: string is not valid UTF-8");
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {
+    EXPECT_CONTAINS(ParseError(Module("  ROOT p = f32[2]{0} parameter(0), metadata={op_name=\"" + std::string(bad) +
+                                      "\"}\n")),
+                    "string is not valid UTF-8");
+  }
+  auto ok = hlo::ParseHloModule(Module("  ROOT p = f32[2]{0} parameter(0), metadata={op_name=\"caf\xc3\xa9 \xe2\x82\xac "
+                                       "\xf0\x9f\x98\x80\"}\n"),
+                                "utf8.hlo");
+  ASSERT_TRUE(ok) << ok.error().message;
+}
+
+// Found by npc_fuzz_binary_reader (a corpus module with one byte changed): a
+// frontend attribute value that is not UTF-8 made the canonical key's
+// serialization print libprotobuf errors; now the reader refuses it. Unquoted
+// values and backend_config likewise.
+TEST(FuzzFound, FrontendAttributeValueThatIsNotUtf8) {
+  const std::string quoted = Module(
+      "  ROOT p1.2 = bf16[1]{0} parameter(0), frontend_attributes={neff_input_names=\"inpu\xd1-\xd1t1\"}\n");
+  ::testing::internal::CaptureStderr();
+  EXPECT_CONTAINS(ParseError(quoted), "in.hlo:4:78: string is not valid UTF-8");
+  EXPECT_CONTAINS(ParseError(Module("  ROOT p = f32[] parameter(0), frontend_attributes={k=v\xff}\n")),
+                  "in.hlo:4:55: attribute value is not valid UTF-8");
+  EXPECT_CONTAINS(ParseError(Module("  p = f32[] parameter(0)\n"
+                                    "  ROOT c = f32[] custom-call(p), custom_call_target=\"t\", backend_config={\xff}\n")),
+                  "backend_config is not valid UTF-8");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
 // ---- binary reader ------------------------------------------------------------------
 
 xla::HloModuleProto OneParameterModule(const xla::ShapeProto& shape) {
