@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "hlo/gunzip.h"
 #include "hlo/text_reader.h"
@@ -500,6 +503,29 @@ TEST(CApiChecks, BadInputAndNullBuffersAreErrors) {
   outputs[0] = out;
   ASSERT_EQ(npc_executable_run(exe, inputs, outputs, error, sizeof error), 0) << error;
   EXPECT_EQ(out[1], 4.0f);
+  // As npc.h documents: one runtime and one executable used from several
+  // threads at once (lookups are hits now; runs have their own buffers).
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      char err[256];
+      for (int k = 0; k < 20; ++k) {
+        npc_executable* mine = nullptr;
+        if (npc_runtime_get_executable(rt, ok.data(), ok.size(), nullptr, &mine, err, sizeof err) != 0) ++failures;
+        float x[2] = {static_cast<float>(t), static_cast<float>(k)}, y[2] = {0, 0};
+        const void* ins[1] = {x};
+        void* outs[1] = {y};
+        if (npc_executable_run(k % 2 ? exe : mine, ins, outs, err, sizeof err) != 0 || y[0] != 2 * x[0] ||
+            y[1] != 2 * x[1]) {
+          ++failures;
+        }
+        npc_executable_destroy(mine);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
   npc_executable_destroy(exe);
   npc_runtime_destroy(rt);
 }
