@@ -46,7 +46,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$work" "$out/artifacts/$t"
   echo "fuzz: npc_fuzz_$t for ${per_target}s"
   # shellcheck disable=SC2086
-  if ! "$out/npc_fuzz_$t" -max_total_time="$per_target" -rss_limit_mb=2048 -timeout=25 -max_len=16384 -print_final_stats=1 \
+  if ! "$out/npc_fuzz_$t" -max_total_time="$per_target" -rss_limit_mb=2048 -timeout=60 -max_len=16384 -print_final_stats=1 \
       -artifact_prefix="$out/artifacts/$t/" "$work" $seeds > "$out/$t.log" 2>&1; then
     echo "fuzz: npc_fuzz_$t FAILED; log: $out/$t.log, reproducer under $out/artifacts/$t/"
     tail -n 40 "$out/$t.log"
