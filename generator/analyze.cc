@@ -345,7 +345,10 @@ int Finish(const ToolOptions& options, AnalysisReport& report, int failure_statu
     return 1;
   }
   const std::string path = dir + "/" + kAnalysisResultFile;
-  if (auto st = WriteFileAtomic(path, AnalysisReportToJson(report).dump(2) + "\n"); !st) {
+  // Names and messages taken from the input need not be UTF-8: invalid bytes
+  // become U+FFFD instead of an exception.
+  const std::string text = AnalysisReportToJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (auto st = WriteFileAtomic(path, text + "\n"); !st) {
     log::Error(log::kParallelCompile, st.error().message);
     return 1;
   }

@@ -474,7 +474,7 @@ int RunCompile(const ToolOptions& options) {
   summary.compilation_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   auto json = SummaryToJson(summary);
-  log::Info(log::kParallelCompile, json.dump(4));
+  log::Info(log::kParallelCompile, json.dump(4, ' ', false, nlohmann::json::error_handler_t::replace));
   log::Info(log::kParallelCompile, "Total graphs: " + std::to_string(summary.total()));
   log::Info(log::kParallelCompile, "Total successful compilations: " + std::to_string(summary.succeeded()));
   log::Info(log::kParallelCompile, "Total failed compilations: " + std::to_string(summary.failed()));
@@ -497,7 +497,7 @@ int RunCompile(const ToolOptions& options) {
   }
   if (Env("NEURON_PARALLEL_COMPILE_DUMP_RESULTS") == "1") {
     std::string path = AbsolutePath(std::string(kDumpResultsFile));
-    if (auto st = WriteFileAtomic(path, json.dump(4) + "\n"); !st) {
+    if (auto st = WriteFileAtomic(path, json.dump(4, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"); !st) {
       log::Warning(log::kParallelCompile, st.error().message);
     } else {
       log::Info(log::kParallelCompile, "Wrote the compilation results to " + path);

@@ -713,7 +713,7 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
     summary.items.push_back(std::move(item));
   }
   summary.compilation_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  log::Info(log::kParallelCompile, SummaryToJson(summary).dump(4));
+  log::Info(log::kParallelCompile, SummaryToJson(summary).dump(4, ' ', false, nlohmann::json::error_handler_t::replace));
   log::Info(log::kParallelCompile, "Total graphs: " + std::to_string(summary.total()));
   log::Info(log::kParallelCompile, "Total successful compilations: " + std::to_string(summary.succeeded()));
   log::Info(log::kParallelCompile, "Total failed compilations: " + std::to_string(summary.failed()));

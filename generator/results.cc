@@ -83,7 +83,8 @@ std::string ResultRecordPath(const std::string& build_dir, const std::string& en
 }
 
 Status WriteResultRecord(const std::string& build_dir, const EntryResultRecord& record, const std::string& run_id) {
-  return WriteFileAtomic(ResultRecordPath(build_dir, record.entry, run_id), RecordToJson(record).dump(2) + "\n");
+  return WriteFileAtomic(ResultRecordPath(build_dir, record.entry, run_id),
+                         RecordToJson(record).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 std::optional<EntryResultRecord> ReadResultRecord(const std::string& build_dir, const std::string& entry,

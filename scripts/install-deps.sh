@@ -2,12 +2,17 @@
 # Installs the Debian 12 packages npc needs to build and test, when missing.
 #   install-deps.sh           what the build needs
 #   install-deps.sh --tests   also what only the tests use: python3-torch (PyTorch for /usr/bin/python3,
-#                             the reference of tests/e2e/torch_compare_test.cc)
+#                             the reference of tests/e2e/torch_compare_test.cc), and clang with its
+#                             libFuzzer/sanitizer runtimes (scripts/fuzz.sh)
+#   install-deps.sh --fuzz    the build's packages and clang (scripts/fuzz.sh)
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config protobuf-compiler libprotobuf-dev nlohmann-json3-dev
           libgtest-dev libgmock-dev libcli11-dev libssl-dev zlib1g-dev libcurl4-openssl-dev)
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch clang libclang-rt-dev)
+fi
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang libclang-rt-dev)
 fi
 missing=()
 for p in "${packages[@]}"; do
