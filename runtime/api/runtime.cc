@@ -264,7 +264,7 @@ Result<std::shared_ptr<Executable>> Runtime::Lookup(const xla::HloModuleProto& m
     damage = why && why->has_value() ? **why : "its artifact does not match model.done";
   }
   if (!damage.empty()) {
-    log::Warning(log::kCache, "Damaged artifact in " + entry_path + ": " + damage + "; not loaded, compiling it again");
+    log::Warning(log::kCache, "Damaged artifact in " + entry_path + ": " + damage + "; not loaded");
   }
   if (*state == cache::EntryState::kFailed && !options_.retry_failed_compilation) {
     Bump(&CacheCounters::failed_compiles);
