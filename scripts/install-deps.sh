@@ -2,12 +2,19 @@
 # Installs the Debian 12 packages npc needs to build and test, when missing.
 #   install-deps.sh           what the build needs
 #   install-deps.sh --tests   also what only the tests use: python3-torch (PyTorch for /usr/bin/python3,
-#                             the reference of tests/e2e/torch_compare_test.cc)
+#                             the reference of tests/e2e/torch_compare_test.cc), and what --pjrt installs
+#   install-deps.sh --pjrt [build dir]   also the pjrt backend's XLA CPU plugin and PJRT C API header
+#                             (scripts/install-pjrt.sh: a Python venv under the build directory, never system-wide)
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config protobuf-compiler libprotobuf-dev nlohmann-json3-dev
           libgtest-dev libgmock-dev libcli11-dev libssl-dev zlib1g-dev libcurl4-openssl-dev)
+pjrt=0
 if [ "${1:-}" = "--tests" ]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch python3-venv)
+  pjrt=1
+elif [ "${1:-}" = "--pjrt" ]; then
+  packages+=(python3-venv)
+  pjrt=1
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -19,4 +26,7 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if ((pjrt)); then
+  bash "$(dirname "$0")/install-pjrt.sh" "${2:-$(dirname "$0")/../build}"
 fi

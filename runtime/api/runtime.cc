@@ -8,6 +8,7 @@
 #include <map>
 
 #include "cache/read_through.h"
+#include "compilers/pjrt_compiler.h"
 #include "host/host_backend.h"
 #include "npc/hlo.h"
 #include "npc/log.h"
@@ -173,13 +174,14 @@ Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleP
   // file, or (S3) a local read-through copy fetched once.
   auto load = [&](const std::string& local_path = "") -> Result<std::shared_ptr<Executable>> {
     const std::string artifact = entry.file(compiler_->ArtifactName());
-    if (compiler_->backend() != "host") {
+    if (compiler_->backend() != "host" && compiler_->backend() != "pjrt") {
       return MakeError("cannot run " + entry_path + "/" + compiler_->ArtifactName() + ": running a " +
-                       compiler_->backend() + " artifact needs its device runtime; npc runs host-backend artifacts only");
+                       compiler_->backend() + " artifact needs its device runtime; npc runs host and pjrt artifacts only");
     }
     Result<std::string> path = local_path;
     if (local_path.empty()) path = cache::LocalCopy(*store_, artifact, cache::DefaultLocalCopyRoot(store_->url()));
     if (!path) return path.error();
+    if (compiler_->backend() == "pjrt") return LoadPjrtArtifact(*compiler_, *path, module);
     auto exe = host::HostExecutable::Load(*path);
     if (!exe) return exe.error();
     return std::shared_ptr<Executable>(new HostArtifactExecutable(std::move(*exe)));
