@@ -27,6 +27,10 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if ((pjrt)); then
+if [ "${1:-}" = "--pjrt" ]; then
   bash "$(dirname "$0")/install-pjrt.sh" "${2:-$(dirname "$0")/../build}"
+elif ((pjrt)); then
+  # For the tests: without PyPI the pjrt backend is not built and its tests skip.
+  bash "$(dirname "$0")/install-pjrt.sh" "${2:-$(dirname "$0")/../build}" ||
+    echo "npc: warning: could not install the pjrt backend's plugin; its tests will skip" >&2
 fi

@@ -14,7 +14,8 @@ venv="$build_dir/pjrt-venv"
 pin="xla-cpu-pjrt==0.0.1"
 plugin="$venv/lib/python3*/site-packages/xla_plugins/xla_cpu_pjrt/xla_cpu_pjrt.so"
 # shellcheck disable=SC2086
-if [ -x "$venv/bin/pip" ] && "$venv/bin/pip" show xla-cpu-pjrt 2>/dev/null | grep -qx "Version: 0.0.1" && ls $plugin >/dev/null 2>&1; then
+if [ -x "$venv/bin/pip" ] && [[ "$("$venv/bin/pip" show xla-cpu-pjrt 2>/dev/null)" == *$'\nVersion: 0.0.1'* ]] &&
+   ls $plugin >/dev/null 2>&1; then
   exit 0
 fi
 mkdir -p "$build_dir"
