@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages npc needs to build and test, when missing.
 #   install-deps.sh           what the build needs
 #   install-deps.sh --tests   also what only the tests use: python3-torch (PyTorch for /usr/bin/python3,
-#                             the reference of tests/e2e/torch_compare_test.cc), and what --pjrt installs
+#                             the reference of tests/e2e/torch_compare_test.cc), what --pjrt installs,
+#                             and jax (scripts/install-pjrt.sh --jax)
 #   install-deps.sh --pjrt [build dir]   also the pjrt backend's XLA CPU plugin and PJRT C API header
 #                             (scripts/install-pjrt.sh: a Python venv under the build directory, never system-wide)
 set -euo pipefail
@@ -31,6 +32,6 @@ if [ "${1:-}" = "--pjrt" ]; then
   bash "$(dirname "$0")/install-pjrt.sh" "${2:-$(dirname "$0")/../build}"
 elif ((pjrt)); then
   # For the tests: without PyPI the pjrt backend is not built and its tests skip.
-  bash "$(dirname "$0")/install-pjrt.sh" "${2:-$(dirname "$0")/../build}" ||
-    echo "npc: warning: could not install the pjrt backend's plugin; its tests will skip" >&2
+  bash "$(dirname "$0")/install-pjrt.sh" --jax "${2:-$(dirname "$0")/../build}" ||
+    echo "npc: warning: could not install the pjrt backend's plugin or jax; their tests will skip" >&2
 fi
