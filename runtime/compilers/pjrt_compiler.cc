@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -157,6 +158,19 @@ CompileOutcome PjrtCompiler::Compile(const CompileJob& job) {
                     (*client)->platform_version() + ", API " + std::to_string((*client)->api_major()) + "." +
                     std::to_string((*client)->api_minor()) + ") loaded in " +
                     std::to_string((*client)->open_seconds()) + " s\n";
+  // An entry under another pjrt compiler directory (made with another plugin, e.g. NPC_PJRT_PLUGIN
+  // set for the trial run but not for `ninja` run by hand) is not compiled with this one.
+  const std::string entry_compiler_dir =
+      std::filesystem::path(job.hlo_path).parent_path().parent_path().filename().string();
+  if (entry_compiler_dir.rfind("pjrt-", 0) == 0) {
+    auto dir = CacheDirectoryName();
+    if (dir && *dir != entry_compiler_dir) {
+      outcome.output += "pjrt backend: entry " + job.hlo_path + " belongs to compiler directory " +
+                        entry_compiler_dir + ", but plugin " + plugin_path_ + " compiles for " + *dir +
+                        " (set NPC_PJRT_PLUGIN to the plugin the entry was made with)\n";
+      return finish(false);
+    }
+  }
   auto code = ReadWholeFile(job.hlo_path);
   if (!code) {
     outcome.output += code.error().message + "\n";

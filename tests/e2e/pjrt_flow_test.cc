@@ -2,6 +2,7 @@
 //   NPC_BACKEND=pjrt npc collect -- mlp_train; ninja -C <build dir>; NPC_BACKEND=pjrt mlp_train
 // trains to the same losses as the host backend; failures are one clear error.
 // Skipped, saying so, when npc was built without the pjrt backend.
+#include <filesystem>
 #include <regex>
 
 #include <gtest/gtest.h>
@@ -122,6 +123,23 @@ TEST_F(PjrtFlowTest, MissingOrWrongPluginIsOneClearError) {
                               PjrtEnv({{"NPC_PJRT_PLUGIN", plugin}}));
     EXPECT_NE(compile.exit_status, 0) << compile.output;
     EXPECT_CONTAINS(compile.output, "PJRT plugin " + plugin + ": ");
+  }
+}
+
+TEST_F(PjrtFlowTest, NinjaWithAnotherPluginThanTheTrialRunDoesNotCompileIntoItsDirectory) {
+  TempDir tmp;
+  const std::string cache = tmp.Sub("cache"), build = tmp.Sub("build");
+  // The trial run's compiler directory is "pjrt-other-1" (as another plugin's would be) ...
+  auto collect = RunCommand({NPC_TOOL, "collect", "--cache", cache, "--build_dir", build, "--", NPC_MLP_TRAIN,
+                             "--steps", "1"},
+                            PjrtEnv({{"NPC_COMPILER_VERSION", "other-1"}}));
+  ASSERT_EQ(collect.exit_status, 0) << collect.output;
+  // ... and ninja runs with the default plugin, whose directory is another.
+  auto ninja = RunCommand({"ninja", "-C", build}, PjrtEnv());
+  EXPECT_NE(ninja.exit_status, 0) << ninja.output;
+  EXPECT_CONTAINS(ninja.output, "belongs to compiler directory pjrt-other-1");
+  for (const auto& e : std::filesystem::directory_iterator(cache + "/pjrt-other-1")) {
+    EXPECT_FALSE(std::filesystem::exists(e.path() / "model.pjrt")) << e.path();
   }
 }
 
