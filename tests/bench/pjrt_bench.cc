@@ -10,9 +10,14 @@
 // PJRT_Client_Compile + PJRT_Executable_Serialize of each module in this process,
 // each module compiled twice, the faster time kept. Modules XLA (or npc's
 // reader) refuses are listed and left out. Prints one line per module and the
-// ratio of the plugin load to the median compile.
+// ratio of the plugin load to the median compile, the rank correlation of module
+// size and compile time (does byte size predict XLA's compile time for the
+// longest-first order?), and, without arguments, the warm-start ratio of
+// samples/mlp_train (a cold JIT run against a run after neuron_parallel_compile).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -55,6 +60,57 @@ std::vector<std::string> DefaultModules(const std::string& cache) {
   return files;
 }
 
+// Ranks of `v` (0-based, ties averaged).
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> ranks(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) ranks[order[k]] = (i + j) / 2.0;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+// Spearman's rank correlation of x and y.
+double RankCorrelation(const std::vector<double>& x, const std::vector<double>& y) {
+  const std::vector<double> rx = Ranks(x), ry = Ranks(y);
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) mx += rx[i] / n, my += ry[i] / n;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) * (rx[i] - mx);
+    syy += (ry[i] - my) * (ry[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+// Wall seconds of `argv` run with `env`.
+double TimedRun(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunCommand(argv, env);
+  if (r.exit_status != 0) std::fprintf(stderr, "%s failed:\n%s\n", argv[0].c_str(), r.output.c_str());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// mlp_train with the pjrt backend: a first run that compiles every graph on
+// demand (JIT) against a run after neuron_parallel_compile precompiled them.
+void WarmStart(const std::string& dir) {
+  const std::map<std::string, std::string> env = {{"NPC_BACKEND", "pjrt"}, {"NEURON_CC_FLAGS", "<unset>"},
+                                                  {"NEURON_COMPILE_CACHE_URL", dir + "/cold"}};
+  const double cold = TimedRun({NPC_MLP_TRAIN, "--steps", "100"}, env);
+  auto warm_env = env;
+  warm_env["NEURON_COMPILE_CACHE_URL"] = dir + "/warm";
+  TimedRun({NPC_CLI, NPC_MLP_TRAIN, "--steps", "2"}, warm_env);
+  const double warm = TimedRun({NPC_MLP_TRAIN, "--steps", "100"}, warm_env);
+  std::printf("warm start (mlp_train --steps 100, pjrt): cold JIT run %.2f s, after neuron_parallel_compile %.2f s: "
+              "%.1fx\n", cold, warm, cold / warm);
+}
+
 double OpenSecondsInFreshProcess(const char* self) {
   auto r = RunCommand({self, "--open-only"});
   double seconds = -1;
@@ -88,7 +144,7 @@ int main(int argc, char** argv) {
   if (!client) return std::fprintf(stderr, "%s\n", client.error().message.c_str()), 1;
   auto options = npc::PjrtCompileOptionsFromFlags({});
 
-  std::vector<double> compiles;
+  std::vector<double> compiles, sizes;
   for (const auto& file : files) {
     auto module = npc::hlo::ReadHloModuleFile(file);
     if (!module) {
@@ -112,6 +168,7 @@ int main(int argc, char** argv) {
       continue;
     }
     compiles.push_back(best);
+    sizes.push_back(static_cast<double>(bytes.size()));
     std::printf("  %8.3f s  %s (%zu bytes)\n", best, file.c_str(), bytes.size());
   }
   const double open = Median(opens), compile = Median(compiles);
@@ -120,5 +177,10 @@ int main(int argc, char** argv) {
               compiles.empty() ? 0 : *std::min_element(compiles.begin(), compiles.end()),
               compiles.empty() ? 0 : *std::max_element(compiles.begin(), compiles.end()));
   if (compile > 0) std::printf("plugin load / median compile: %.1f%%\n", 100 * open / compile);
+  if (compiles.size() >= 3) {
+    std::printf("rank correlation of HloModuleProto bytes and XLA compile time (%zu modules): %.2f\n",
+                compiles.size(), RankCorrelation(sizes, compiles));
+  }
+  if (argc == 1) WarmStart(tmp.Sub("warm-start"));
   return 0;
 }
