@@ -2,6 +2,7 @@
 #include "compilers/pjrt_compiler.h"
 
 #include <openssl/evp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -135,6 +136,9 @@ CompileOutcome PjrtCompiler::Compile(const CompileJob& job) {
     outcome.ok = ok;
     outcome.exit_status = ok ? 0 : 1;
     outcome.seconds = SecondsSince(start);
+    // XLA compiles inside this process: its peak is this process's (compile-entry runs one compile).
+    struct rusage usage;
+    if (getrusage(RUSAGE_SELF, &usage) == 0) outcome.peak_rss_bytes = int64_t{usage.ru_maxrss} * 1024;
     return outcome;
   };
   outcome.command = "npc pjrt backend: PJRT_Client_Compile(" + job.hlo_path + ") with " + plugin_path_ + " -> " +

@@ -129,7 +129,9 @@ TEST(PjrtCorpusTest, ModulesBothBackendsCompileGiveTheSameOutputs) {
             << "| " << std::left << std::setw(50) << "module" << " | host | xla  | comparison\n"
             << table.str() << "corpus: " << files.size() << " files, " << both << " compiled by both, " << matched
             << " matched" << std::endl;
-  if (GetEnv("NPC_CORPUS_FILTER").empty()) EXPECT_GT(both, 0) << "no corpus module compiled by both backends";
+  if (GetEnv("NPC_CORPUS_FILTER").empty()) {
+    EXPECT_GT(both, 0) << "no corpus module compiled by both backends";
+  }
 }
 
 }  // namespace

@@ -112,7 +112,7 @@ TEST_F(PjrtFlowTest, ModuleXlaRejectsFailsWithXlasTextInModelLog) {
 TEST_F(PjrtFlowTest, MissingOrWrongPluginIsOneClearError) {
   TempDir tmp;
   ASSERT_TRUE(testing::WriteFile(tmp.Sub("not-a-plugin.so"), "text"));
-  for (const std::string plugin : {tmp.Sub("missing.so"), tmp.Sub("not-a-plugin.so")}) {
+  for (const std::string& plugin : {tmp.Sub("missing.so"), tmp.Sub("not-a-plugin.so")}) {
     auto run = RunCommand({NPC_MLP_TRAIN, "--steps", "2"},
                           PjrtEnv({{"NPC_PJRT_PLUGIN", plugin}, {"NEURON_COMPILE_CACHE_URL", tmp.Sub("cache")}}));
     EXPECT_NE(run.exit_status, 0) << run.output;
