@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include <algorithm>
 #include <chrono>
@@ -56,6 +57,20 @@ void SetOverride(pjrt_proto::OptionOverrideProto* o, const std::string& value) {
   o->set_string_field(value);
 }
 
+// The first 8 hex digits of the SHA-256 of `data`.
+std::string Sha256Prefix(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (int i = 0; i < 4; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 15];
+  }
+  return hex;
+}
+
 // 8 hex digits of the SHA-256 of the plugin file's size, first and last MiB:
 // plugins report no build identity (XLA's CPU plugin says version "cpu"), and
 // hashing the whole file (hundreds of MB) would cost a second per process.
@@ -72,18 +87,24 @@ Result<std::string> PluginFingerprint(const std::string& path) {
     if (!in) return MakeError("PJRT plugin " + path + ": cannot read");
     data += part;
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
-    return MakeError("SHA-256 failed");
+  return Sha256Prefix(data);
+}
+
+// "<machine>-<8 hex digits of the SHA-256 of the CPU feature flags>": XLA's CPU
+// executables are compiled for this host's features (AVX-512, ...) and would
+// not run on a host without them, so hosts of other features keep other entries.
+std::string HostCpuTag() {
+  struct utsname name;
+  std::string machine = uname(&name) == 0 ? name.machine : "unknown";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) {
+      flags = line.substr(line.find(':') + 1);
+      break;
+    }
   }
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (int i = 0; i < 4; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
+  return DirectoryWord(machine) + "-" + Sha256Prefix(flags);
 }
 
 class PjrtCompiler : public Compiler {
@@ -107,7 +128,9 @@ class PjrtCompiler : public Compiler {
     if (c.platform_version() != c.platform_name()) dir += "-" + DirectoryWord(c.platform_version());
     dir += "-api" + std::to_string(c.api_major()) + "." + std::to_string(c.api_minor());
     if (!c.stablehlo_version().empty()) dir += "-shlo" + DirectoryWord(c.stablehlo_version());
-    cached_dir_ = dir + "-" + *fingerprint;
+    dir += "-" + *fingerprint;
+    if (c.platform_name() == "cpu") dir += "-" + HostCpuTag();
+    cached_dir_ = dir;
     return cached_dir_;
   }
   std::string ArtifactName() const override { return "model.pjrt"; }

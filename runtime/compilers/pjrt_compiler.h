@@ -18,11 +18,15 @@
 // cache key only; the compile output lists them.
 // Compiler directory: "pjrt-<platform>[-<platform version>]-api<major>.<minor>
 // -shlo<StableHLO version>-<plugin fingerprint>" (e.g. XLA's CPU plugin of
-// xla-cpu-pjrt 0.0.1: "pjrt-cpu-api0.81-shlo1.13.3-<8 hex digits>"; the platform
+// xla-cpu-pjrt 0.0.1: "pjrt-cpu-api0.81-shlo1.13.3-<8 hex>-x86_64-<8 hex>"; the platform
 // version is left out when it only repeats the platform, as XLA CPU's "cpu"
 // does). Plugins carry no build identity, so the fingerprint is the first 8 hex
 // digits of the SHA-256 of the plugin file's size, first and last MiB: two
-// plugin builds never share entries. NPC_COMPILER_VERSION=<v> gives "pjrt-<v>".
+// plugin builds never share entries. For the "cpu" platform, "-<machine>-<8 hex
+// digits of the SHA-256 of the CPU feature flags of /proc/cpuinfo>" follows:
+// XLA compiles for the host's CPU features (its executables record them), so an
+// artifact made on an AVX-512 host is never loaded on a host without.
+// NPC_COMPILER_VERSION=<v> gives "pjrt-<v>".
 #pragma once
 
 #include <memory>
