@@ -204,7 +204,9 @@ CompileOutcome PjrtCompiler::Compile(const CompileJob& job) {
     return finish(false);
   }
   const auto compile_start = std::chrono::steady_clock::now();
-  auto serialized = (*client)->CompileAndSerialize(*code, "hlo", options->serialized);
+  // The entry's file name records its program format (npc/cache.h): StableHLO bytecode or HloModuleProto.
+  const bool is_mlir = std::filesystem::path(job.hlo_path).filename() == cache::kStableHloFile;
+  auto serialized = (*client)->CompileAndSerialize(*code, is_mlir ? "mlir" : "hlo", options->serialized);
   if (!serialized) {
     outcome.output += "entry HLO " + job.hlo_path + ": " + serialized.error().message + "\n";
     return finish(false);

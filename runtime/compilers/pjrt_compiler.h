@@ -7,7 +7,8 @@
 // (PjrtDefaultPluginPath()). Loaded once per process.
 //
 // Compile: the entry's HloModuleProto file, its bytes as stored, goes to
-// PJRT_Client_Compile (format "hlo") with a CompileOptionsProto
+// PJRT_Client_Compile (format "hlo"; an entry's model.stablehlo.mlirbc,
+// written by the PJRT plugin, goes as format "mlir") with a CompileOptionsProto
 // (runtime/pjrt/compile_options.proto) built from the flags, then
 // PJRT_Executable_Serialize; the artifact `model.pjrt` is the serialized
 // executable. Flags with a meaning for XLA (PjrtCompileOptionsFromFlags):
