@@ -4,7 +4,8 @@
 // through JAX's documented plugin mechanism (PJRT_NAMES_AND_LIBRARY_PATHS,
 // JAX_PLATFORMS):
 //  1. `neuron_parallel_compile python train.py --steps 3` extracts its graphs
-//     (StableHLO entries) and compiles them with the real ninja: all DONE;
+//     (StableHLO entries) and compiles them with the real ninja: all DONE (the
+//     trial's own steps compute the right losses);
 //  2. `python train.py --steps 50`: every graph a cache hit (the plugin's
 //     counters), losses equal to plain JAX CPU's;
 //  3. a second trial run adds no entry; another model width adds only the
@@ -110,6 +111,10 @@ TEST(PjrtPluginJaxTest, UnmodifiedJaxScriptRunsFromThePrecompiledCache) {
   ASSERT_EQ(want.size(), got.size()) << plain.output;
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * std::abs(want[i]) + 1e-5) << "loss " << i;
   EXPECT_EQ(Entries(cache), entries) << "a real run made entries";
+  // The trial run's executables (XLA's cheapest settings) compute the same steps.
+  const auto trial_losses = Losses(trial.output);
+  ASSERT_EQ(trial_losses.size(), 4u) << trial.output;
+  for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(trial_losses[i], want[i], 1e-4 * std::abs(want[i]) + 1e-5) << "trial loss " << i;
 
   // 3. a second trial run adds nothing; another width adds only its own graphs.
   auto again = RunCommand({NPC_CLI, kPython, kTrain, "--steps", "3"}, env, tmp.path());
