@@ -1,5 +1,6 @@
 // The compile hook of libnpc_pjrt.so (see compile_hook.h).
 #include "pjrt_plugin/compile_hook.h"
+#include "pjrt_plugin/serialize.h"
 
 #include <openssl/evp.h>
 
@@ -91,8 +92,9 @@ std::string InnerErrorText(const PJRT_Api* inner, PJRT_Error* error, const std::
 Result<PJRT_LoadedExecutable*> LoadArtifact(const PJRT_Api* inner, Session& s, const cache::EntryRef& entry,
                                             PJRT_Client* client) {
   const std::string path = entry.file(s.compiler->ArtifactName());
-  auto bytes = s.store->Read(path);
-  if (!bytes) return bytes.error();
+  auto read = s.store->Read(path);
+  if (!read) return read.error();
+  auto bytes = std::make_shared<const std::string>(std::move(*read));
   PJRT_Executable_DeserializeAndLoad_Args args{};
   args.struct_size = PJRT_Executable_DeserializeAndLoad_Args_STRUCT_SIZE;
   args.client = client;
@@ -102,6 +104,7 @@ Result<PJRT_LoadedExecutable*> LoadArtifact(const PJRT_Api* inner, Session& s, c
     return MakeError(s.store->url() + "/" + path + ": " +
                      InnerErrorText(inner, error, "PJRT_Executable_DeserializeAndLoad"));
   }
+  RememberArtifact(args.loaded_executable, bytes);
   return args.loaded_executable;
 }
 

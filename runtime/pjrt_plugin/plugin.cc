@@ -5,7 +5,8 @@
 // loads it and returns a copy of its API table in which PJRT_Client_Compile is
 // npc's compile hook (compile_hook.h); every other function is the inner
 // plugin's, so all objects (clients, buffers, executables) are the inner
-// plugin's. The error functions are wrapped as well: they recognize the
+// plugin's. Executables loaded from the cache serialize to their artifact
+// (serialize.h). The error functions are wrapped as well: they recognize the
 // plugin's own errors (failures of the cache or of a compile through it) and
 // forward the inner plugin's.
 // Errors at load time (no inner plugin, another PJRT C API major version) are
@@ -24,6 +25,7 @@
 #include "npc/log.h"
 #include "pjrt_c_api.h"
 #include "pjrt_plugin/compile_hook.h"
+#include "pjrt_plugin/serialize.h"
 
 namespace {
 
@@ -145,6 +147,7 @@ const PJRT_Api* MakeApi() {
   g_api.PJRT_Error_Message = ErrorMessage;
   g_api.PJRT_Error_GetCode = ErrorGetCode;
   g_api.PJRT_Client_Compile = ClientCompile;
+  npc::pjrt_plugin::InstallSerializeHooks(g_api, g_inner);
   return &g_api;
 }
 

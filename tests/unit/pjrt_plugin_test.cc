@@ -1,7 +1,7 @@
 // libnpc_pjrt.so driven by npc's own PJRT C API client as a framework would
 // drive it, with format "hlo" (what PyTorch/XLA sends): a miss compiles into
 // a DONE entry keyed by the canonical graph key, a second compile is a hit
-// (nothing recompiled), the executable runs; a module XLA rejects becomes a
+// (nothing recompiled), the executable runs, and serializes to its artifact; a module XLA rejects becomes a
 // cached failure whose PJRT_Error (the plugin's own) names the entry.
 // Skipped, saying so, when the plugin is not built.
 #include <gtest/gtest.h>
@@ -112,6 +112,18 @@ TEST(PjrtPluginTest, HloMissCompilesIntoTheCacheThenHitsAndRuns) {
   ASSERT_EQ(out->size(), 1u);
   std::vector<float> got(4);
   std::memcpy(got.data(), (*out)[0].bytes.data(), 16);
+  EXPECT_EQ(got, (std::vector<float>{6, 8, 10, 12}));
+
+  // A framework serializing an executable loaded from the cache (JAX's own cache does) gets bytes
+  // that load and run: the artifact (XLA CPU cannot re-serialize a deserialized executable itself).
+  auto serialized = (*client)->CompileAndSerialize(code, "hlo", "");
+  ASSERT_TRUE(serialized.ok()) << serialized.error().message;
+  EXPECT_EQ(*serialized, testing::ReadFile(entry + "/model.pjrt"));
+  auto reloaded = (*client)->DeserializeAndLoad(*serialized);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.error().message;
+  auto again = (*reloaded)->Execute({F32({1, 2, 3, 4}), F32({2, 2, 2, 2})});
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  std::memcpy(got.data(), (*again)[0].bytes.data(), 16);
   EXPECT_EQ(got, (std::vector<float>{6, 8, 10, 12}));
 
   const xla::HloModuleProto bad = Module(kRejectedText);
