@@ -82,6 +82,10 @@ std::string NotCheckedNote(const std::string& backend) {
     return "not checked: which HLO ops neuronx-cc supports is known only to neuronx-cc, and analyze does not run "
            "it (compile the graphs, e.g. `neuron_parallel_compile --command compile`, to find out)";
   }
+  if (backend == "pjrt") {
+    return "not checked: the pjrt backend compiles what XLA compiles, and analyze does not run XLA (compile the "
+           "graphs to find out)";
+  }
   return "not checked: unknown backend '" + backend + "'";
 }
 

@@ -52,9 +52,10 @@ void AddCommonOptions(CLI::App& app, ToolOptions& o) {
                  "<local copy dir>/.npc-build/<compiler dir>, the local copy dir being $NPC_LOCAL_CACHE_DIR, "
                  "else ~/.cache/npc/<cache URL>)");
   app.add_option("--backend", o.backend, "Compiler backend (default: NPC_BACKEND, else host)")
-      ->check(CLI::IsMember({"host", "neuronx-cc", "neuron"}));
+      ->check(CLI::IsMember({"host", "neuronx-cc", "neuron", "pjrt"}));
   app.add_option("--compiler", o.compiler,
-                 "Compiler program: the C++ compiler for host, neuronx-cc for neuronx-cc (default: NPC_COMPILER)");
+                 "Compiler program: the C++ compiler for host, neuronx-cc for neuronx-cc, the PJRT plugin for pjrt "
+                 "(default: NPC_COMPILER; pjrt: NPC_PJRT_PLUGIN first)");
   app.add_option("--num_parallel", o.num_parallel,
                  "Most compiles at once (default: the number of CPUs); also bounded by available memory "
                  "divided by the memory one compile needs")

@@ -246,9 +246,9 @@ Result<Manifest> ParseManifest(std::string_view text, const std::string& source)
     if (!IsDecimal(e.graph_key)) return bad(where + ": \"graph_key\" '" + e.graph_key + "' is not decimal");
     if (!IsHex(e.flags_hash, 8)) return bad(where + ": \"flags_hash\" '" + e.flags_hash + "' is not 8 hex digits");
     if (!IsHex(e.hlo_sha256, 64)) return bad(where + ": \"hlo_sha256\" is not 64 lowercase hex digits");
-    if (e.hlo_file != cache::kHloFile && e.hlo_file != cache::kLegacyHloFile) {
-      return bad(where + ": \"hlo_file\" '" + e.hlo_file + "' is not " + std::string(cache::kHloFile) + " or " +
-                 std::string(cache::kLegacyHloFile));
+    if (e.hlo_file != cache::kHloFile && e.hlo_file != cache::kLegacyHloFile && e.hlo_file != cache::kStableHloFile) {
+      return bad(where + ": \"hlo_file\" '" + e.hlo_file + "' is not " + std::string(cache::kHloFile) + ", " +
+                 std::string(cache::kLegacyHloFile) + " or " + std::string(cache::kStableHloFile));
     }
     if (e.artifact_file.empty() || e.artifact_file.find('/') != std::string::npos) {
       return bad(where + ": \"artifact_file\" '" + e.artifact_file + "' is not a file name");

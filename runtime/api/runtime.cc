@@ -9,6 +9,7 @@
 #include <map>
 
 #include "cache/read_through.h"
+#include "compilers/pjrt_compiler.h"
 #include "host/host_backend.h"
 #include "npc/hlo.h"
 #include "npc/log.h"
@@ -182,20 +183,23 @@ void Runtime::Bump(int64_t CacheCounters::*counter) {
   ++(counters_.*counter);
 }
 
-Result<std::shared_ptr<Executable>> Runtime::LoadArtifactFile(const std::string& path, const std::string& shown) const {
-  if (compiler_->backend() != "host") {
+Result<std::shared_ptr<Executable>> Runtime::LoadArtifactFile(const std::string& path, const std::string& shown,
+                                                              const xla::HloModuleProto& module) const {
+  if (compiler_->backend() != "host" && compiler_->backend() != "pjrt") {
     return MakeError("cannot run " + shown + ": running a " + compiler_->backend() +
-                     " artifact needs its device runtime; npc runs host-backend artifacts only");
+                     " artifact needs its device runtime; npc runs host and pjrt artifacts only");
   }
+  if (compiler_->backend() == "pjrt") return LoadPjrtArtifact(*compiler_, path, module);
   auto exe = host::HostExecutable::Load(path);
   if (!exe) return exe.error();
   return std::shared_ptr<Executable>(new HostArtifactExecutable(std::move(*exe)));
 }
 
-Result<std::shared_ptr<Executable>> Runtime::LoadCheckedArtifact(const cache::EntryRef& entry, std::string* damage) {
+Result<std::shared_ptr<Executable>> Runtime::LoadCheckedArtifact(const cache::EntryRef& entry,
+                                                                 const xla::HloModuleProto& module, std::string* damage) {
   const std::string artifact = entry.file(compiler_->ArtifactName());
   const std::string shown = store_->url() + "/" + artifact;
-  if (compiler_->backend() != "host") return LoadArtifactFile("", shown);
+  if (compiler_->backend() != "host" && compiler_->backend() != "pjrt") return LoadArtifactFile("", shown, module);
   auto record = cache::ReadDoneFile(*store_, entry);
   if (!record) {
     *damage = record.error().message;
@@ -218,7 +222,7 @@ Result<std::shared_ptr<Executable>> Runtime::LoadCheckedArtifact(const cache::En
     *damage = **why;
     return std::shared_ptr<Executable>();
   }
-  return LoadArtifactFile(*path, shown);
+  return LoadArtifactFile(*path, shown, module);
 }
 
 Result<std::shared_ptr<Executable>> Runtime::Lookup(const xla::HloModuleProto& module, const std::string& graph_key,
@@ -252,7 +256,7 @@ Result<std::shared_ptr<Executable>> Runtime::Lookup(const xla::HloModuleProto& m
 
   std::string damage;
   if (*state == cache::EntryState::kDone) {
-    auto exe = LoadCheckedArtifact(entry, &damage);
+    auto exe = LoadCheckedArtifact(entry, module, &damage);
     if (!exe) return exe.error();
     if (*exe) {
       Bump(&CacheCounters::hits);
@@ -304,7 +308,7 @@ Result<std::shared_ptr<Executable>> Runtime::CompileInScratch(const xla::HloModu
   }
   Bump(&CacheCounters::compiles);
   // Loaded before the scratch directory goes: the loaded object stays mapped.
-  return LoadArtifactFile(tmpl + "/" + entry.file(compiler_->ArtifactName()), store_->url() + "/" + entry.dir());
+  return LoadArtifactFile(tmpl + "/" + entry.file(compiler_->ArtifactName()), store_->url() + "/" + entry.dir(), module);
 }
 
 Result<std::shared_ptr<Executable>> Runtime::CompileMiss(const xla::HloModuleProto& module,
@@ -312,7 +316,7 @@ Result<std::shared_ptr<Executable>> Runtime::CompileMiss(const xla::HloModulePro
   const std::string entry_path = store_->url() + "/" + entry.dir();
   auto load = [&]() -> Result<std::shared_ptr<Executable>> {
     std::string damage;
-    auto exe = LoadCheckedArtifact(entry, &damage);
+    auto exe = LoadCheckedArtifact(entry, module, &damage);
     if (exe && !*exe) return MakeError("the artifact of " + entry_path + " compiled now does not match: " + damage);
     return exe;
   };
@@ -336,7 +340,7 @@ Result<std::shared_ptr<Executable>> Runtime::CompileMiss(const xla::HloModulePro
     const std::string kept = KeptArtifactPath(store_->url(), entry, compiler_->ArtifactName());
     std::error_code ec;
     if (!store_->LocalPath(entry.dir()) && std::filesystem::is_regular_file(kept, ec)) {
-      auto exe = LoadArtifactFile(kept, kept);
+      auto exe = LoadArtifactFile(kept, kept, module);
       if (exe) {
         Bump(&CacheCounters::compiles);
         log::Warning(log::kCache, "Running the artifact of " + entry_path +

@@ -42,7 +42,7 @@ Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::strin
   auto names = store.List(entry.dir());
   if (!names) return names.error();
   std::set<std::string, std::less<>> files(names->begin(), names->end());
-  bool has_hlo = files.count(kHloFile) || files.count(kLegacyHloFile);
+  bool has_hlo = files.count(kHloFile) || files.count(kLegacyHloFile) || files.count(kStableHloFile);
   bool has_artifact = files.count(artifact_name) > 0;
   bool damaged = false;
   if (has_artifact && files.count(kDoneFile)) {
@@ -78,7 +78,7 @@ Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::strin
 }
 
 Result<std::optional<std::string>> FindHloFile(Store& store, const EntryRef& entry) {
-  for (std::string_view name : {kHloFile, kLegacyHloFile}) {
+  for (std::string_view name : {kHloFile, kLegacyHloFile, kStableHloFile}) {
     auto exists = store.Exists(entry.file(name));
     if (!exists) return exists.error();
     if (*exists) return std::optional<std::string>(std::string(name));

@@ -32,6 +32,10 @@ namespace npc::cache {
 inline constexpr std::string_view kDefaultCacheUrl = "/var/tmp/neuron-compile-cache";
 inline constexpr std::string_view kHloFile = "model.hlo_module.pb";
 inline constexpr std::string_view kLegacyHloFile = "model.hlo.pb";
+// The program of an entry made from StableHLO bytecode (PJRT format "mlir", what
+// JAX sends; written by the PJRT plugin, compiled by the pjrt backend only),
+// in place of model.hlo_module.pb. The file name records the program format.
+inline constexpr std::string_view kStableHloFile = "model.stablehlo.mlirbc";
 inline constexpr std::string_view kFlagsFile = "compile_flags.json";
 inline constexpr std::string_view kDoneFile = "model.done";
 inline constexpr std::string_view kLogFile = "model.log";
@@ -274,8 +278,8 @@ Result<std::optional<std::string>> CheckEntryArtifact(Store& store, const EntryR
 Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::string_view artifact_name,
                                  ArtifactCheck check = ArtifactCheck::kSize, bool own_lock_held = false);
 
-// The entry's HLO file name: kHloFile, or kLegacyHloFile when only that exists;
-// nullopt when neither.
+// The entry's HLO file name: kHloFile, or kLegacyHloFile when only that exists,
+// or kStableHloFile when only that exists; nullopt when none.
 Result<std::optional<std::string>> FindHloFile(Store& store, const EntryRef& entry);
 
 // Writes compile_flags.json, then the HLO of a new entry (each atomically;

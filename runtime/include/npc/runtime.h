@@ -105,8 +105,10 @@ class Runtime {
                                              bool validated);
   // The entry's artifact checked against model.done (size and SHA-256) and
   // loaded; nullptr with *damage set when it does not match.
-  Result<std::shared_ptr<Executable>> LoadCheckedArtifact(const cache::EntryRef& entry, std::string* damage);
-  Result<std::shared_ptr<Executable>> LoadArtifactFile(const std::string& path, const std::string& shown) const;
+  Result<std::shared_ptr<Executable>> LoadCheckedArtifact(const cache::EntryRef& entry, const xla::HloModuleProto& module,
+                                                          std::string* damage);
+  Result<std::shared_ptr<Executable>> LoadArtifactFile(const std::string& path, const std::string& shown,
+                                                       const xla::HloModuleProto& module) const;
   Result<std::shared_ptr<Executable>> CompileMiss(const xla::HloModuleProto& module, const cache::EntryRef& entry);
   Result<std::shared_ptr<Executable>> CompileInScratch(const xla::HloModuleProto& module, const cache::EntryRef& entry);
   void Bump(int64_t CacheCounters::*counter);
