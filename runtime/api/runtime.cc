@@ -201,15 +201,21 @@ Result<std::shared_ptr<Executable>> Runtime::LoadCheckedArtifact(const cache::En
     *damage = record.error().message;
     return std::shared_ptr<Executable>();
   }
+  // With a record, its size stands for the object's (no size request): a
+  // local copy of that size is digest-checked below.
   const std::string local_root = cache::DefaultLocalCopyRoot(store_->url());
-  auto path = cache::LocalCopy(*store_, artifact, local_root);
+  auto copy = [&]() {
+    return *record ? cache::LocalCopy(*store_, artifact, local_root, (*record)->size)
+                   : cache::LocalCopy(*store_, artifact, local_root);
+  };
+  auto path = copy();
   if (!path) return path.error();
   auto why = cache::CheckArtifactFile(*path, *record, cache::ArtifactCheck::kDigest);
   if (why && why->has_value() && !store_->LocalPath(artifact)) {
     // A damaged local copy of a remote object: fetch it once more.
     std::error_code ec;
     std::filesystem::remove(*path, ec);
-    path = cache::LocalCopy(*store_, artifact, local_root);
+    path = copy();
     if (!path) return path.error();
     why = cache::CheckArtifactFile(*path, *record, cache::ArtifactCheck::kDigest);
   }
@@ -231,7 +237,8 @@ Result<std::shared_ptr<Executable>> Runtime::Lookup(const xla::HloModuleProto& m
   };
   cache::EntryRef entry{compiler_dir_, graph_key.empty() ? hlo::CanonicalGraphKey(module) : graph_key, flags_hash_};
   const std::string entry_path = store_->url() + "/" + entry.dir();
-  auto state = cache::GetEntryState(*store_, entry, compiler_->ArtifactName());
+  // kNone: a DONE entry's artifact is checked (size and digest) on the file loaded.
+  auto state = cache::GetEntryState(*store_, entry, compiler_->ArtifactName(), cache::ArtifactCheck::kNone);
   if (!state) return state.error();
 
   if (options_.extract_graphs_only) {
@@ -259,9 +266,6 @@ Result<std::shared_ptr<Executable>> Runtime::Lookup(const xla::HloModuleProto& m
       log::Debug(log::kCache, "Using a cached neff at " + entry_path + "/" + compiler_->ArtifactName());
       return *exe;
     }
-  } else if (*state == cache::EntryState::kDamaged) {
-    auto why = cache::CheckEntryArtifact(*store_, entry, compiler_->ArtifactName(), cache::ArtifactCheck::kSize);
-    damage = why && why->has_value() ? **why : "its artifact does not match model.done";
   }
   if (!damage.empty()) {
     log::Warning(log::kCache, "Damaged artifact in " + entry_path + ": " + damage + "; not loaded");

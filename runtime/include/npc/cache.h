@@ -219,10 +219,11 @@ std::string DoneFileText(const ArtifactRecord& record);
 Result<std::optional<ArtifactRecord>> ParseDoneFile(std::string_view text, const std::string& source);
 
 // How far GetEntryState checks a DONE entry's artifact against model.done:
-// kSize reads model.done and the artifact's size (cheap: a stat locally);
-// kDigest also reads the whole artifact and compares its SHA-256 (on a
-// remote store this downloads it).
-enum class ArtifactCheck { kSize, kDigest };
+// kNone only sees that both exist (the caller checks the artifact itself, as
+// the runtime does on its local copy); kSize reads model.done and the
+// artifact's size (cheap: a stat locally); kDigest also reads the whole
+// artifact and compares its SHA-256 (on a remote store this downloads it).
+enum class ArtifactCheck { kNone, kSize, kDigest };
 
 // Why the artifact file at `local_path` does not match `record` ("model.so is
 // 100 bytes, model.done records 200"), or nullopt when it matches (or when
