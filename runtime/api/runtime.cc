@@ -208,18 +208,26 @@ Result<std::shared_ptr<Executable>> Runtime::LoadCheckedArtifact(const cache::En
     return *record ? cache::LocalCopy(*store_, artifact, local_root, (*record)->size)
                    : cache::LocalCopy(*store_, artifact, local_root);
   };
+  // Another process repairing the entry removes model.done and the artifact:
+  // an artifact gone since the lookup is a miss too (its compile waits for that one).
+  auto gone = [&](const Error& error) -> Result<std::shared_ptr<Executable>> {
+    auto exists = store_->Exists(artifact);
+    if (!exists || *exists) return error;
+    *damage = "the artifact was removed meanwhile (" + error.message + ")";
+    return std::shared_ptr<Executable>();
+  };
   auto path = copy();
-  if (!path) return path.error();
+  if (!path) return gone(path.error());
   auto why = cache::CheckArtifactFile(*path, *record, cache::ArtifactCheck::kDigest);
   if (why && why->has_value() && !store_->LocalPath(artifact)) {
     // A damaged local copy of a remote object: fetch it once more.
     std::error_code ec;
     std::filesystem::remove(*path, ec);
     path = copy();
-    if (!path) return path.error();
+    if (!path) return gone(path.error());
     why = cache::CheckArtifactFile(*path, *record, cache::ArtifactCheck::kDigest);
   }
-  if (!why) return why.error();
+  if (!why) return gone(why.error());
   if (why->has_value()) {
     *damage = **why;
     return std::shared_ptr<Executable>();

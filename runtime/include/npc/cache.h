@@ -159,7 +159,9 @@ class Store {
 // A cache directory on a local (or network) file system. Locks are `flock`s
 // on `<entry>/model.lock`, removed on release; a lock file left behind by a
 // dead process is not held by anyone and is taken over. Reads never write,
-// so lookups work on a read-only cache.
+// so lookups work on a read-only cache. Writes are durable as well as atomic
+// (npc::util::WriteFileAtomic / PutFileAtomic: temporary file in the same
+// directory, fsync, rename, directory fsync).
 class LocalStore : public Store {
  public:
   explicit LocalStore(std::string root);
