@@ -205,19 +205,33 @@ Result<std::shared_ptr<Executable>> Runtime::LoadCheckedArtifact(const cache::En
     *damage = record.error().message;
     return std::shared_ptr<Executable>();
   }
+  // With a record, its size stands for the object's (no size request): a
+  // local copy of that size is digest-checked below.
   const std::string local_root = cache::DefaultLocalCopyRoot(store_->url());
-  auto path = cache::LocalCopy(*store_, artifact, local_root);
-  if (!path) return path.error();
+  auto copy = [&]() {
+    return *record ? cache::LocalCopy(*store_, artifact, local_root, (*record)->size)
+                   : cache::LocalCopy(*store_, artifact, local_root);
+  };
+  // Another process repairing the entry removes model.done and the artifact:
+  // an artifact gone since the lookup is a miss too (its compile waits for that one).
+  auto gone = [&](const Error& error) -> Result<std::shared_ptr<Executable>> {
+    auto exists = store_->Exists(artifact);
+    if (!exists || *exists) return error;
+    *damage = "the artifact was removed meanwhile (" + error.message + ")";
+    return std::shared_ptr<Executable>();
+  };
+  auto path = copy();
+  if (!path) return gone(path.error());
   auto why = cache::CheckArtifactFile(*path, *record, cache::ArtifactCheck::kDigest);
   if (why && why->has_value() && !store_->LocalPath(artifact)) {
     // A damaged local copy of a remote object: fetch it once more.
     std::error_code ec;
     std::filesystem::remove(*path, ec);
-    path = cache::LocalCopy(*store_, artifact, local_root);
-    if (!path) return path.error();
+    path = copy();
+    if (!path) return gone(path.error());
     why = cache::CheckArtifactFile(*path, *record, cache::ArtifactCheck::kDigest);
   }
-  if (!why) return why.error();
+  if (!why) return gone(why.error());
   if (why->has_value()) {
     *damage = **why;
     return std::shared_ptr<Executable>();
@@ -235,7 +249,8 @@ Result<std::shared_ptr<Executable>> Runtime::Lookup(const xla::HloModuleProto& m
   };
   cache::EntryRef entry{compiler_dir_, graph_key.empty() ? hlo::CanonicalGraphKey(module) : graph_key, flags_hash_};
   const std::string entry_path = store_->url() + "/" + entry.dir();
-  auto state = cache::GetEntryState(*store_, entry, compiler_->ArtifactName());
+  // kNone: a DONE entry's artifact is checked (size and digest) on the file loaded.
+  auto state = cache::GetEntryState(*store_, entry, compiler_->ArtifactName(), cache::ArtifactCheck::kNone);
   if (!state) return state.error();
 
   if (options_.extract_graphs_only) {
@@ -263,9 +278,6 @@ Result<std::shared_ptr<Executable>> Runtime::Lookup(const xla::HloModuleProto& m
       log::Debug(log::kCache, "Using a cached neff at " + entry_path + "/" + compiler_->ArtifactName());
       return *exe;
     }
-  } else if (*state == cache::EntryState::kDamaged) {
-    auto why = cache::CheckEntryArtifact(*store_, entry, compiler_->ArtifactName(), cache::ArtifactCheck::kSize);
-    damage = why && why->has_value() ? **why : "its artifact does not match model.done";
   }
   if (!damage.empty()) {
     log::Warning(log::kCache, "Damaged artifact in " + entry_path + ": " + damage + "; not loaded");

@@ -54,7 +54,7 @@ std::string DigestMismatch(std::string_view name, const std::string& actual, con
 
 Result<std::optional<std::string>> CheckArtifactFile(const std::string& local_path,
                                                      const std::optional<ArtifactRecord>& record, ArtifactCheck check) {
-  if (!record) return std::optional<std::string>();
+  if (!record || check == ArtifactCheck::kNone) return std::optional<std::string>();
   const std::string name = local_path.substr(local_path.rfind('/') + 1);
   if (check == ArtifactCheck::kSize) {
     std::error_code ec;
@@ -80,6 +80,7 @@ Result<std::optional<ArtifactRecord>> ReadDoneFile(Store& store, const EntryRef&
 
 Result<std::optional<std::string>> CheckEntryArtifact(Store& store, const EntryRef& entry,
                                                       std::string_view artifact_name, ArtifactCheck check) {
+  if (check == ArtifactCheck::kNone) return std::optional<std::string>();
   auto text = store.Read(entry.file(kDoneFile));
   if (!text) return text.error();
   auto record = ParseDoneFile(*text, store.url() + "/" + entry.file(kDoneFile));

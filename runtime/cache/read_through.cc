@@ -20,13 +20,18 @@ namespace fs = std::filesystem;
 
 Result<std::string> LocalCopy(Store& store, const std::string& path, const std::string& local_root) {
   if (std::optional<std::string> local = store.LocalPath(path)) return *local;
-  const std::string dest = local_root + "/" + path;
-  const std::string source = store.url() + "/" + path;
-
   auto remote_size = store.Size(path);
   if (!remote_size) return remote_size.error();
+  return LocalCopy(store, path, local_root, *remote_size);
+}
+
+Result<std::string> LocalCopy(Store& store, const std::string& path, const std::string& local_root,
+                              int64_t known_size) {
+  if (std::optional<std::string> local = store.LocalPath(path)) return *local;
+  const std::string dest = local_root + "/" + path;
+  const std::string source = store.url() + "/" + path;
   struct stat st;
-  if (stat(dest.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<int64_t>(st.st_size) == *remote_size) {
+  if (stat(dest.c_str(), &st) == 0 && S_ISREG(st.st_mode) && static_cast<int64_t>(st.st_size) == known_size) {
     return dest;
   }
 

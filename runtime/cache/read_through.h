@@ -26,6 +26,11 @@ namespace npc::cache {
 // Errors: the object is missing or cannot be read, the local file cannot be
 // written; messages name the store URL and the local path.
 Result<std::string> LocalCopy(Store& store, const std::string& path, const std::string& local_root);
+// The same when the caller knows the object's size (e.g. from model.done's
+// record): no size request; a local file of that size is reused (the caller
+// checks its digest), else the object is downloaded.
+Result<std::string> LocalCopy(Store& store, const std::string& path, const std::string& local_root,
+                              int64_t known_size);
 
 // The default local root for the store at `store_url`: $NPC_LOCAL_CACHE_DIR
 // when set, else $XDG_CACHE_HOME/npc/<sanitized url> (XDG_CACHE_HOME defaults

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +51,14 @@ double MeanMs(int runs, const std::function<void()>& f) {
   auto start = Clock::now();
   for (int i = 0; i < runs; ++i) f();
   return Ms(Clock::now() - start) / runs;
+}
+
+// Median of `runs` values of `f` (robust to a busy machine's outliers).
+double Median(int runs, const std::function<double()>& f) {
+  std::vector<double> v;
+  for (int i = 0; i < runs; ++i) v.push_back(f());
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 [[noreturn]] void Die(const std::string& message) {
@@ -92,15 +101,29 @@ int Child(const std::string& cache, const std::string& module_file, bool create_
   return (*rt)->counters().hits == 1 ? 0 : 2;
 }
 
+// Runs argv (no shell) and returns its exit status; stdout into *output.
 int RunSelf(const std::vector<std::string>& args, std::string* output = nullptr) {
-  std::string command;
-  for (const auto& a : args) command += "'" + a + "' ";
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) Die("cannot run " + command);
-  char buf[256];
+  int fds[2];
+  if (pipe(fds) != 0) Die("cannot create a pipe");
+  pid_t pid = fork();
+  if (pid < 0) Die("cannot fork");
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
   std::string out;
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  int status = pclose(p);
+  char buf[256];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
   if (output) *output = out;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
@@ -133,10 +156,12 @@ int main(int argc, char** argv) {
   const std::string key = npc::hlo::CanonicalGraphKey(module);
 
   std::printf("hit path (%d runs each; %s)\n", runs, (*rt)->compiler_cache_path().c_str());
-  double whole = MeanMs(runs, [&] {
+  double whole = Median(runs, [&] {
+    auto start = Clock::now();
     if (RunSelf({self, "--child-hit", cache, bench_module}) != 0) Die("the whole-process hit failed");
+    return Ms(Clock::now() - start);
   });
-  std::printf("  whole-process hit:          %8.3f ms\n", whole);
+  std::printf("  whole-process hit:          %8.3f ms (median: start, runtime, key, lookup, digest, load, exit)\n", whole);
 
   // In new processes (this one has its answers in memory already): with the
   // memo file of compiler identities, and with an empty one (the compiler runs).
@@ -147,16 +172,15 @@ int main(int argc, char** argv) {
     if (xdg_cache_home) unsetenv("XDG_CACHE_HOME");
     return std::atof(out.c_str());
   };
-  double create = 0;
-  for (int i = 0; i < runs; ++i) create += child_create_ms(nullptr) / runs;
+  double create = Median(runs, [&] { return child_create_ms(nullptr); });
   const std::string empty_memo = dir + "/empty-memo";
-  double probed = 0;
-  for (int i = 0; i < std::max(1, runs / 5); ++i) {
+  double probed = Median(std::max(1, runs / 4), [&] {
     std::error_code ec;
     fs::remove_all(empty_memo, ec);
-    probed += child_create_ms(empty_memo.c_str()) / std::max(1, runs / 5);
-  }
-  std::printf("  runtime creation:           %8.3f ms (compiler identity memoized; probed: %.3f ms)\n", create, probed);
+    return child_create_ms(empty_memo.c_str());
+  });
+  std::printf("  runtime creation:           %8.3f ms (median; compiler identity memoized; probed: %.3f ms)\n", create,
+              probed);
 
   {
     const std::string big = dir + "/64MiB";

@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <regex>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -193,6 +195,30 @@ TEST_P(DamagedArtifactTest, ReadOnlyCacheIsReportedAndNeverWritten) {
     EXPECT_EQ(ReadFile(cache_ + "/" + e + "/model.so"), before[e]) << e << ": written";
   }
   for (const auto& p : fs::recursive_directory_iterator(cache_)) fs::permissions(p.path(), fs::perms(0755));
+}
+
+TEST_P(DamagedArtifactTest, ConcurrentProgramsRepairEachEntryOnce) {
+  DamageAll();
+  // A C++ compiler wrapper that counts compiles (version questions pass through).
+  const std::string wrapper = tmp_.Sub("cxx-wrapper"), count = tmp_.Sub("count");
+  std::string real = testing::GetEnv("CXX", "c++");
+  ASSERT_TRUE(testing::WriteFile(wrapper, "#!/bin/sh\ncase \" $* \" in *\" -shared \"*) flock " + count +
+                                              " sh -c 'echo compile >> " + count + "';; esac\nexec " + real +
+                                              " \"$@\"\n"));
+  ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
+  std::vector<CommandResult> runs(3);
+  std::vector<std::thread> threads;
+  for (auto& r : runs) {
+    threads.emplace_back([&] {
+      r = RunCommand({NPC_MLP_TRAIN, "--steps", "5"},
+                     CleanEnv({{"NEURON_COMPILE_CACHE_URL", cache_}, {"NPC_COMPILER", wrapper}}));
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : runs) EXPECT_EQ(r.exit_status, 0) << r.output;
+  const std::string counted = testing::FileExists(count) ? ReadFile(count) : "";
+  EXPECT_EQ(std::count(counted.begin(), counted.end(), '\n'), static_cast<long>(entries_.size())) << counted;
+  for (const auto& e : entries_) ExpectMatchesRecord(cache_ + "/" + e);
 }
 
 INSTANTIATE_TEST_SUITE_P(Damage, DamagedArtifactTest,

@@ -307,7 +307,8 @@ TEST_F(S3FlowTest, RuntimeCompilesMissesIntoTheBucket) {
 
 // Damaged artifacts are never loaded: a read-through copy whose bytes differ
 // from model.done's record is fetched again (still a hit); an object in the
-// bucket that differs (cut to half) is compiled again and replaced.
+// bucket that differs (cut to half) is compiled again and replaced by a host
+// that fetches it (a host whose local copy matches the record runs that).
 TEST_F(S3FlowTest, DamagedArtifactsAreFetchedOrCompiledAgain) {
   StartServer(/*auth=*/true);
   const Env env = ProgramEnv({{"NEURON_COMPILE_CACHE_URL", Url()}});
@@ -341,10 +342,17 @@ TEST_F(S3FlowTest, DamagedArtifactsAreFetchedOrCompiledAgain) {
     ASSERT_TRUE(store.WriteAtomic(entry + "/model.so", bytes->substr(0, bytes->size() / 2)).ok());
   }
   for (const auto& [entry, state] : States()) EXPECT_EQ(state, EntryState::kDamaged) << entry;
+  // This host's local copies still match model.done's record: it runs them.
   auto third = RunCommand({NPC_MLP_TRAIN, "--steps", "5"}, env);
   ASSERT_EQ(third.exit_status, 0) << third.output;
-  EXPECT_EQ(Number(third.output, "compiles=(\\d+)"), graphs) << third.output;
-  EXPECT_NE(third.output.find("Damaged artifact in " + Url() + "/"), std::string::npos) << third.output;
+  EXPECT_EQ(Number(third.output, "npc cache: hits=(\\d+)"), graphs) << third.output;
+  // Another host (no local copies) fetches the damaged objects: never loaded, compiled again.
+  const Env other_host =
+      ProgramEnv({{"NEURON_COMPILE_CACHE_URL", Url()}, {"NPC_LOCAL_CACHE_DIR", tmp_.Sub("other-host")}});
+  auto fourth = RunCommand({NPC_MLP_TRAIN, "--steps", "5"}, other_host);
+  ASSERT_EQ(fourth.exit_status, 0) << fourth.output;
+  EXPECT_EQ(Number(fourth.output, "compiles=(\\d+)"), graphs) << fourth.output;
+  EXPECT_NE(fourth.output.find("Damaged artifact in " + Url() + "/"), std::string::npos) << fourth.output;
   for (const auto& [entry, state] : States()) {
     EXPECT_EQ(state, EntryState::kDone) << entry;
     auto ref = cache::ParseEntryDirName(compiler_dir_, entry.substr(entry.rfind('/') + 1));

@@ -176,7 +176,9 @@ class Store {
 // A cache directory on a local (or network) file system. Locks are `flock`s
 // on `<entry>/model.lock`, removed on release; a lock file left behind by a
 // dead process is not held by anyone and is taken over. Reads never write,
-// so lookups work on a read-only cache.
+// so lookups work on a read-only cache. Writes are durable as well as atomic
+// (npc::util::WriteFileAtomic / PutFileAtomic: temporary file in the same
+// directory, fsync, rename, directory fsync).
 class LocalStore : public Store {
  public:
   explicit LocalStore(std::string root);
@@ -245,10 +247,11 @@ std::string DoneFileText(const ArtifactRecord& record);
 Result<std::optional<ArtifactRecord>> ParseDoneFile(std::string_view text, const std::string& source);
 
 // How far GetEntryState checks a DONE entry's artifact against model.done:
-// kSize reads model.done and the artifact's size (cheap: a stat locally);
-// kDigest also reads the whole artifact and compares its SHA-256 (on a
-// remote store this downloads it).
-enum class ArtifactCheck { kSize, kDigest };
+// kNone only sees that both exist (the caller checks the artifact itself, as
+// the runtime does on its local copy); kSize reads model.done and the
+// artifact's size (cheap: a stat locally); kDigest also reads the whole
+// artifact and compares its SHA-256 (on a remote store this downloads it).
+enum class ArtifactCheck { kNone, kSize, kDigest };
 
 // Why the artifact file at `local_path` does not match `record` ("model.so is
 // 100 bytes, model.done records 200"), or nullopt when it matches (or when
