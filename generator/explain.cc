@@ -46,6 +46,15 @@ bool SameInstruction(const hlo::CanonicalInstruction& a, const hlo::CanonicalIns
          google::protobuf::util::MessageDifferencer::Equals(a.normalized, b.normalized);
 }
 
+// The fields that differ between two messages, "cached -> wanted", in words.
+std::string MessageDifference(const google::protobuf::Message& cached, const google::protobuf::Message& wanted) {
+  std::string fields;
+  google::protobuf::util::MessageDifferencer differencer;
+  differencer.ReportDifferencesToString(&fields);
+  differencer.Compare(cached, wanted);
+  return Clip(fields);
+}
+
 // What differs between two instructions at the same position, in words.
 std::string DescribeInstructionDifference(const hlo::CanonicalInstruction& a, const hlo::CanonicalInstruction& b) {
   std::vector<std::string> parts;
@@ -116,15 +125,29 @@ ModuleComparison CompareCanonicalForms(const hlo::CanonicalModule& wanted, const
            (only_cached.empty() ? "" : "; only in the cached graph: " + Clip(only_cached)));
       continue;
     }
+    bool instructions_differ = false;
     for (size_t i = 0; i < common; ++i) {
       if (SameInstruction(w.instructions[i], k.instructions[i])) continue;
+      instructions_differ = true;
       note(ComputationLabel(c, w) + ", instruction %" + w.instructions[i].name + " (cached %" + k.instructions[i].name +
            "): " + DescribeInstructionDifference(w.instructions[i], k.instructions[i]));
     }
     if (w.root != k.root) note(ComputationLabel(c, w) + ": root " + std::to_string(k.root) + " -> " + std::to_string(w.root));
+    // Computation-level fields (the program shape follows the instructions:
+    // only worth a line when they are the same).
+    if (!instructions_differ && !google::protobuf::util::MessageDifferencer::Equals(w.normalized, k.normalized)) {
+      note(ComputationLabel(c, w) + ": " + MessageDifference(k.normalized, w.normalized));
+    }
+    if (w.schedule != k.schedule) {
+      note(ComputationLabel(c, w) + ": schedule " + JoinNumbers(k.schedule) + " -> " + JoinNumbers(w.schedule));
+    }
   }
-  if (!google::protobuf::util::MessageDifferencer::Equals(wanted.input_output_alias, cached.input_output_alias)) {
-    note("input/output aliasing differs");
+  if (!google::protobuf::util::MessageDifferencer::Equals(wanted.module, cached.module)) {
+    note("module-level fields differ: " + MessageDifference(cached.module, wanted.module));
+  }
+  if (wanted.has_schedule != cached.has_schedule) {
+    note(wanted.has_schedule ? "this graph has a schedule, the cached graph none"
+                             : "the cached graph has a schedule, this graph none");
   }
   return out;
 }

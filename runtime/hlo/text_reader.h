@@ -24,45 +24,77 @@
 //    last one. program_shape: parameters by parameter number, the root's
 //    shape, parameter names without their ".N" suffix. The module's
 //    host_program_shape is the entry's, with the shapes of
-//    `entry_computation_layout` where the header has it.
+//    `entry_computation_layout` where the header has it (one with another
+//    number of parameters than the entry is an error).
 //  - shapes: an array shape written without a layout gets XLA's default
 //    (major-to-minor) layout; every array dimension gets an
 //    is_dynamic_dimension entry (`<=N` marks a dynamic one; `?` an unbounded
-//    one, stored as INT64_MIN as XLA does).
+//    one, stored as INT64_MIN as XLA does). Layout details after ':' are
+//    read: tiles T(..)(..), L(n) tail padding alignment, E(n) element size in
+//    bits, S(n) memory space, M(n) dynamic shape metadata prefix; the
+//    details of sparse layouts and split configs are an error.
 //  - called_computation_ids order: while = [body, condition] (XLA's
 //    HloInstruction::CreateWhile order), conditional = [true, false] or the
 //    branch_computations in order, select-and-scatter = [select, scatter],
 //    otherwise text order (to_apply, calls, called_computations).
-//  - defaults XLA's parser fills in: dot and convolution get one DEFAULT
-//    operand_precision per operand when `operand_precision` is absent;
+//  - defaults XLA's parser fills in: dot and ragged-dot get one DEFAULT
+//    operand_precision for each of lhs and rhs, convolution and custom-call
+//    one per operand, when `operand_precision` is absent;
 //    convolution gets feature_group_count = batch_group_count = 1; compare
 //    gets comparison_type from its operands' element type (FLOAT for floating
 //    point and complex, SIGNED, UNSIGNED for unsigned and pred) when `type=`
 //    is absent; custom-call gets API_VERSION_ORIGINAL when `api_version` is
 //    absent; slices without a stride get stride 1; window dimensions without
 //    stride / dilation get 1.
-//  - `iota_dimension=N` is stored in `dimensions`; `index=N` in tuple_index;
-//    `slice_sizes` in gather_slice_sizes; `backend_config` keeps the string (a
+//  - `iota_dimension=N` and reshape's `inferred_dimension=N` are stored in
+//    `dimensions`; `index=N` in tuple_index; gather's `slice_sizes` in
+//    gather_slice_sizes, collective-permute's `slice_sizes={{..},..}` in
+//    dynamic_slice_sizes (flattened); map's `dimensions` are all of its
+//    dimensions (as XLA stores them); `backend_config` keeps the string (a
 //    `{...}` JSON value is kept verbatim, braces included).
-//  - sharding: replicated / maximal device=N / manual / unknown / tuple and
-//    `devices=[...]` with an explicit device list or an iota list
-//    (`<=[dims]T(perm)`, expanded into tile_assignment_devices), and
-//    last_tile_dim_replicate. Iota replica groups (`[G,S]<=[dims]T(perm)`) are
-//    expanded into replica_groups likewise.
+//  - sharding: replicated / maximal device=N / manual / unknown / unreduced /
+//    tuple (`{}` for an empty tuple) and `devices=[...]` with an explicit
+//    device list or an iota list (`<=[dims]T(perm)`, expanded into
+//    tile_assignment_devices), last_tile_dim_replicate, last_tile_dims={...}
+//    and shard_as N / shard_like N. Iota replica groups (`[G,S]<=[dims]T(perm)`)
+//    are expanded into replica_groups likewise.
 //  - constants: values go into the LiteralProto field of their element type
-//    (16-bit and 8-bit types as little-endian bytes; bf16 and f16 rounded to
-//    nearest-even from the decimal text). `inf`, `-inf`, `nan`, `-nan` and
-//    `nan(0x<payload>)` are read; a value that does not fit its type is an
-//    error. A constant printed elided, `constant({...})`, has no values in the
-//    text: its literal holds only the shape, and the instruction carries the
-//    frontend attribute kElidedConstantAttribute = "true" so that consumers
-//    can report that the module's constants are unknown. No values are made
-//    up.
-//  - attributes without a field in npc's subset (is_scheduled, layout
-//    tiling, sort's is_stable, rng distribution, fft, triangular-solve and
-//    cholesky options, source_target_pairs, domain, last_tile_dims,
-//    metadata keys other than op_type/op_name/source_file/source_line, ...)
-//    are skipped with balanced-bracket scanning; an unknown opcode is an error.
+//    (16-bit types as little-endian bytes; types of 8 bits and fewer, f8 and
+//    f4/f6 floats and s1/s2/s4/u1/u2/u4 integers included, one byte per
+//    element; floats narrower than 32 bits rounded to nearest-even from the
+//    decimal text). `inf`, `-inf`, `nan`, `-nan` and `nan(0x<payload>)` are
+//    read where the type has them; a value that does not fit its type is an
+//    error. A constant printed elided, `constant({...})`, has no values in
+//    the text: its literal holds only the shape, and the instruction carries
+//    the frontend attribute kElidedConstantAttribute = "true" so that
+//    consumers can report that the module's constants are unknown. No values
+//    are made up.
+//  - attributes: every instruction attribute of XLA's text format is read
+//    into its field (sort's is_stable, rng's distribution, fft_type and
+//    fft_length, topk's k and largest, source_target_pairs, channel_id,
+//    replica_groups, triangular-solve and cholesky options, dot sparsity and
+//    algorithm, result_accuracy, domain shardings, custom-call schedule,
+//    literal and padding_type, ...). XLA's parser defaults are filled in as
+//    above, plus topk's largest = true. An attribute that XLA's format does
+//    not have, or that it has for other opcodes only, or one given twice, is
+//    an error naming it; so is a missing attribute that XLA requires (sort's
+//    dimensions, rng's distribution, ...). The only attributes read and not
+//    stored are debug information: `origin` (original_value), `statistics`
+//    (statistics_viz), and `metadata` inside a sharding; in an instruction's
+//    `metadata`, keys other than op_type, op_name, source_file and
+//    source_line are skipped (all metadata is debug information).
+//  - the module header: input_output_alias, buffer_donor,
+//    entry_computation_layout, frontend_attributes and is_scheduled (true:
+//    a schedule listing each non-fusion computation's instructions in text
+//    order, as XLA makes it) go into their fields. replica_count,
+//    num_partitions, alias_passthrough_params and
+//    allow_spmd_sharding_propagation_to_{parameters,output} belong to XLA's
+//    HloModuleConfig, which HloModuleProto does not carry; a value other than
+//    XLA's default is recorded as the module frontend attribute
+//    kModuleConfigAttributePrefix + name (e.g.
+//    "npc_module_config.num_partitions" = "8") so that the canonical graph
+//    key sees it. Any other header attribute is an error; a computation's
+//    only attribute is execution_thread.
 //
 // Untrusted input: tuple shapes, constant braces, tuple constants and tuple
 // shardings nested deeper than kMaxHloTextNesting levels, and iota device
@@ -94,6 +126,10 @@ inline constexpr int kMaxHloTextNesting = 64;
 // Longest iota device list (sharding tile assignment or replica groups) the
 // text reader expands.
 inline constexpr int64_t kMaxHloIotaDevices = int64_t{1} << 20;
+
+// Prefix of the module frontend attributes that record module-header
+// attributes XLA keeps outside HloModuleProto (see above).
+inline constexpr char kModuleConfigAttributePrefix[] = "npc_module_config.";
 
 // Parses HLO text. Errors: "<source_name>:<line>:<column>: <message>".
 Result<xla::HloModuleProto> ParseHloText(std::string_view text, const std::string& source_name);

@@ -197,7 +197,7 @@ TEST(HloTextReaderCorpus, InputOutputAliasAndCustomCalls) {
   ASSERT_EQ(m->input_output_alias().entries_size(), 2);
   EXPECT_EQ(Ints(m->input_output_alias().entries(0).output_shape_index()), std::vector<int64_t>{0});
   EXPECT_EQ(m->input_output_alias().entries(0).parameter_number(), 4);
-  EXPECT_EQ(m->input_output_alias().entries(0).kind(), xla::HloInputOutputAliasProto::MUST_ALIAS);
+  EXPECT_EQ(m->input_output_alias().entries(0).kind(), xla::MUST_ALIAS);
   EXPECT_EQ(m->entry_computation_name(), "SyncTensorsGraph.163");
   int custom_calls = 0;
   for (const auto& c : m->computations()) {
@@ -505,11 +505,11 @@ TEST(HloTextReader, InputOutputAliasHeader) {
   EXPECT_EQ(Ints(alias.entries(0).output_shape_index()), std::vector<int64_t>{0});
   EXPECT_EQ(alias.entries(0).parameter_number(), 1);
   EXPECT_TRUE(alias.entries(0).parameter_shape_index().empty());
-  EXPECT_EQ(alias.entries(0).kind(), xla::HloInputOutputAliasProto::MUST_ALIAS);
+  EXPECT_EQ(alias.entries(0).kind(), xla::MUST_ALIAS);
   EXPECT_EQ(Ints(alias.entries(1).output_shape_index()), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(Ints(alias.entries(1).parameter_shape_index()), std::vector<int64_t>{3});
-  EXPECT_EQ(alias.entries(1).kind(), xla::HloInputOutputAliasProto::MAY_ALIAS);
-  EXPECT_EQ(alias.entries(2).kind(), xla::HloInputOutputAliasProto::MAY_ALIAS);
+  EXPECT_EQ(alias.entries(1).kind(), xla::MAY_ALIAS);
+  EXPECT_EQ(alias.entries(2).kind(), xla::MAY_ALIAS);
   EXPECT_EQ(m.host_program_shape().parameters_size(), 3);
   EXPECT_EQ(m.entry_computation_name(), "e");
   // No layout in the text: XLA's default layout.
@@ -718,8 +718,8 @@ ENTRY e {
   p = f32[16]{0} parameter(0), parameter_replication={false}, frontend_attributes={neff_input_names="input0",_xla_x="a,b"}
   a = f32[16]{0} custom-call(f32[16]{0} %p), custom_call_target="AwsNeuronGelu", api_version=API_VERSION_UNSPECIFIED
   b = f32[16]{0} custom-call(a), custom_call_target="foo", backend_config="{\"k\": \"v\\n\"}", custom_call_has_side_effect=true, operand_layout_constraints={f32[16]{0}}, output_to_operand_aliasing={{}: (0, {})}
-  c = f32[16]{0} custom-call(b), custom_call_target="bar", backend_config={"x":{"y":[1,2]}}, schedule=SCHEDULE_LATEST, mystery={a={b}, "c,d", [e]}, other=plain
-  ROOT r = f32[16]{0} iota(), iota_dimension=0, origin={{"r"}}
+  c = f32[16]{0} custom-call(b), custom_call_target="bar", backend_config={"x":{"y":[1,2]}}, schedule=SCHEDULE_LATEST
+  ROOT r = f32[16]{0} iota(), iota_dimension=0, origin={{"r"}}, statistics={visualizing_index=1,stat-1=33.0}
 }
 )");
   const auto* p = Find(m, "p");
@@ -738,7 +738,144 @@ ENTRY e {
   ASSERT_EQ(b->output_operand_aliasing_size(), 1);
   EXPECT_EQ(b->output_operand_aliasing(0).operand_index(), 0);
   EXPECT_EQ(Find(m, "c")->backend_config(), "{\"x\":{\"y\":[1,2]}}");
+  EXPECT_EQ(Find(m, "c")->custom_call_schedule(), xla::SCHEDULE_LATEST);
   EXPECT_EQ(Ints(Find(m, "r")->dimensions()), std::vector<int64_t>{0});
+  EXPECT_TRUE(b->constrain_layout());  // operand_layout_constraints make it layout-constrained, as in XLA
+}
+
+// Attributes that change what the module computes are read, never skipped;
+// an attribute npc does not know is refused, naming it and its place.
+TEST(HloTextReaderErrors, UnknownAndMisplacedAttributesAreRefused) {
+  const std::string base =
+      "HloModule m\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p)ATTR\n}\n";
+  auto with = [&](const std::string& attr) {
+    std::string t = base;
+    t.replace(t.find("ATTR"), 4, attr);
+    return t;
+  };
+  std::string e = ParseError(with(", mystery={a={b}, \"c,d\", [e]}"));
+  EXPECT_NE(e.find("bad.hlo:4:"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown attribute 'mystery'"), std::string::npos) << e;
+  e = ParseError(with(", is_stable=true"));
+  EXPECT_NE(e.find("'is_stable' is not an attribute of negate"), std::string::npos) << e;
+  e = ParseError(with(", metadata={op_name=\"a\"}, metadata={op_name=\"b\"}"));
+  EXPECT_NE(e.find("given twice"), std::string::npos) << e;
+  e = ParseError("HloModule m, some_config=3\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
+  EXPECT_NE(e.find("bad.hlo:1:14: unknown module attribute 'some_config'"), std::string::npos) << e;
+  e = ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}, color=\"red\"\n");
+  EXPECT_NE(e.find("unknown computation attribute 'color'"), std::string::npos) << e;
+  e = ParseError(with(", sharding={devices=[2]0,1 colour=3}"));
+  EXPECT_NE(e.find("unknown sharding attribute 'colour'"), std::string::npos) << e;
+  e = ParseError("HloModule m\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  ROOT s = f32[4]{0} rng(p, p)\n}\n");
+  EXPECT_NE(e.find("rng needs distribution="), std::string::npos) << e;
+  e = ParseError("HloModule m\nENTRY e {\n  ROOT c = f8e4m3fn[] constant(500)\n}\n");
+  EXPECT_NE(e.find("out of range for f8e4m3fn"), std::string::npos) << e;
+  e = ParseError("HloModule m\nENTRY e {\n  ROOT c = s4[] constant(8)\n}\n");
+  EXPECT_NE(e.find("out of range for s4"), std::string::npos) << e;
+  e = ParseError("HloModule m\nENTRY e {\n  ROOT c = f4e2m1fn[] constant(inf)\n}\n");
+  EXPECT_NE(e.find("inf is not a value of type f4e2m1fn"), std::string::npos) << e;
+  e = ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4]{0:D(C)} parameter(0)\n}\n");
+  EXPECT_NE(e.find("bad.hlo:3:21: layout detail 'D' is not read by npc"), std::string::npos) << e;
+  e = ParseError("HloModule m, entry_computation_layout={(f32[4]{0}, f32[])->f32[4]{0}}\n"
+                 "ENTRY e {\n  ROOT p = f32[4]{0} parameter(0)\n}\n");
+  EXPECT_NE(e.find("bad.hlo:1:39: entry_computation_layout has 2 parameters, the entry computation 1"),
+            std::string::npos)
+      << e;
+}
+
+TEST(HloTextReader, LayoutDetails) {
+  auto m = Parse(R"(HloModule l
+ENTRY e {
+  ROOT p = f32[8,256]{1,0:T(8,128)(2,1)L(4)E(16)S(1)M(8)} parameter(0)
+}
+)");
+  const auto& layout = Find(m, "p")->shape().layout();
+  ASSERT_EQ(layout.tiles_size(), 2);
+  EXPECT_EQ(Ints(layout.tiles(0).dimensions()), (std::vector<int64_t>{8, 128}));
+  EXPECT_EQ(Ints(layout.tiles(1).dimensions()), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(layout.tail_padding_alignment_in_elements(), 4);
+  EXPECT_EQ(layout.element_size_in_bits(), 16);
+  EXPECT_EQ(layout.memory_space(), 1);
+  EXPECT_EQ(layout.dynamic_shape_metadata_prefix_bytes(), 8);
+}
+
+TEST(HloTextReader, AttributesThatChangeSemanticsAreRead) {
+  auto m = Parse(
+      R"(HloModule attrs, is_scheduled=true, buffer_donor={ (1, {}) }, num_partitions=4, replica_count=1, frontend_attributes={k="v"}
+%lt (x: f32[], y: f32[]) -> pred[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %c = pred[] compare(%x, %y), direction=LT
+}
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  q = f32[2,2]{1,0} parameter(1)
+  s = f32[4]{0} sort(p), dimensions={0}, is_stable=true, to_apply=%lt
+  r = f32[4]{0} rng(p, p), distribution=rng_normal
+  c = c64[8]{0} parameter(2)
+  f = c64[8]{0} fft(c), fft_type=IFFT, fft_length={8}
+  t = (f32[2]{0}, s32[2]{0}) topk(p), k=2
+  cp = f32[4]{0} collective-permute(p), channel_id=3, source_target_pairs={{0,1},{1,0}}
+  ts = f32[2,2]{1,0} triangular-solve(q, q), left_side=true, lower=true, transpose_a=TRANSPOSE
+  ch = f32[2,2]{1,0} cholesky(q), lower=true
+  d = f32[2,2]{1,0} dot(q, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}, algorithm=dot_bf16_bf16_f32
+  e1 = f32[4]{0} exponential(p), result_accuracy={mode=highest}
+  sh = f32[4]{0} copy(p), sharding={devices=[2,2]0,1,2,3 last_tile_dims={manual} shard_like 7 metadata={op_name="x"}}
+  k8 = f8e4m3fn[4]{0} constant({1.5, -448, 0.001, nan})
+  k5 = f8e5m2[2]{0} constant({-inf, 3})
+  k4 = s4[3]{0} constant({-8, 7, -1})
+  u4 = u4[2]{0} constant({15, 0})
+  f4 = f4e2m1fn[2]{0} constant({-6, 0.5})
+  e8 = f8e8m0fnu[2]{0} constant({1, 0.25})
+  ROOT tu = (f32[4]{0}, f32[4]{0}) tuple(s, r)
+}
+)");
+  EXPECT_TRUE(Find(m, "s")->is_stable());
+  EXPECT_EQ(Find(m, "r")->distribution(), xla::RNG_NORMAL);
+  EXPECT_EQ(Find(m, "f")->fft_type(), xla::IFFT);
+  EXPECT_EQ(Ints(Find(m, "f")->fft_length()), std::vector<int64_t>{8});
+  EXPECT_EQ(Find(m, "t")->k(), 2);
+  EXPECT_TRUE(Find(m, "t")->largest());  // XLA's default
+  const auto* cp = Find(m, "cp");
+  EXPECT_EQ(cp->channel_id(), 3);
+  ASSERT_EQ(cp->source_target_pairs_size(), 2);
+  EXPECT_EQ(cp->source_target_pairs(1).source(), 1);
+  EXPECT_EQ(cp->source_target_pairs(1).target(), 0);
+  const auto& tso = Find(m, "ts")->triangular_solve_options();
+  EXPECT_TRUE(tso.left_side());
+  EXPECT_TRUE(tso.lower());
+  EXPECT_FALSE(tso.unit_diagonal());
+  EXPECT_EQ(tso.transpose_a(), xla::TriangularSolveOptions::TRANSPOSE);
+  EXPECT_TRUE(Find(m, "ch")->cholesky_options().lower());
+  EXPECT_EQ(Find(m, "d")->precision_config().algorithm(), xla::PrecisionConfig::ALG_DOT_BF16_BF16_F32);
+  EXPECT_EQ(Find(m, "d")->precision_config().operand_precision_size(), 2);
+  EXPECT_EQ(Find(m, "e1")->result_accuracy().mode(), xla::ResultAccuracy::HIGHEST);
+  const auto& sh = Find(m, "sh")->sharding();
+  ASSERT_EQ(sh.last_tile_dims_size(), 1);
+  EXPECT_EQ(sh.last_tile_dims(0), xla::OpSharding::MANUAL);
+  EXPECT_TRUE(sh.is_shard_group());
+  EXPECT_EQ(sh.shard_group_id(), 7);
+  EXPECT_EQ(sh.shard_group_type(), xla::OpSharding::LIKE);
+  EXPECT_EQ(sh.metadata_size(), 0);  // debug information, not read
+  // f8e4m3fn: 1.5 = 0 0111 100; -448 = 1 1111 110; 0.001 -> smallest subnormal 2^-9 = 0 0000 001; nan = 0 1111 111.
+  EXPECT_EQ(Hex(Find(m, "k8")->literal().f8e4m3fns()), "3cfe017f");
+  EXPECT_EQ(Hex(Find(m, "k5")->literal().f8e5m2s()), "fc42");  // -inf, 3 = 0 10000 10
+  EXPECT_EQ(Hex(Find(m, "k4")->literal().s4s()), "08070f");   // one byte each, low 4 bits
+  EXPECT_EQ(Hex(Find(m, "u4")->literal().u4s()), "0f00");
+  EXPECT_EQ(Hex(Find(m, "f4")->literal().f4e2m1fns()), "0f01");  // -6 = 1 11 1; 0.5 = the subnormal 0 00 1
+  EXPECT_EQ(Hex(Find(m, "e8")->literal().f8e8m0fnus()), "7f7d");  // 2^0, 2^-2
+  // The header.
+  ASSERT_EQ(m.buffer_donor().entries_size(), 1);
+  EXPECT_EQ(m.buffer_donor().entries(0).parameter_number(), 1);
+  EXPECT_EQ(m.frontend_attributes().map().at("k"), "v");
+  EXPECT_EQ(m.frontend_attributes().map().at(std::string(kModuleConfigAttributePrefix) + "num_partitions"), "4");
+  EXPECT_EQ(m.frontend_attributes().map().count(std::string(kModuleConfigAttributePrefix) + "replica_count"), 0u);
+  const auto* entry = EntryComputation(m);
+  ASSERT_NE(entry, nullptr);
+  ASSERT_EQ(m.schedule().sequences().count(entry->id()), 1u);
+  const auto& seq = m.schedule().sequences().at(entry->id()).instruction_ids();
+  EXPECT_EQ(seq.size(), entry->instructions_size());
+  EXPECT_TRUE(std::is_sorted(seq.begin(), seq.end()));  // text order
 }
 
 TEST(HloTextReader, WindowConvolutionAndBatchNorm) {
