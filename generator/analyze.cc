@@ -82,6 +82,10 @@ std::string NotCheckedNote(const std::string& backend) {
     return "not checked: which HLO ops neuronx-cc supports is known only to neuronx-cc, and analyze does not run "
            "it (compile the graphs, e.g. `neuron_parallel_compile --command compile`, to find out)";
   }
+  if (backend == "pjrt") {
+    return "not checked: the pjrt backend compiles what XLA compiles, and analyze does not run XLA (compile the "
+           "graphs to find out)";
+  }
   return "not checked: unknown backend '" + backend + "'";
 }
 
@@ -345,7 +349,10 @@ int Finish(const ToolOptions& options, AnalysisReport& report, int failure_statu
     return 1;
   }
   const std::string path = dir + "/" + kAnalysisResultFile;
-  if (auto st = WriteFileAtomic(path, AnalysisReportToJson(report).dump(2) + "\n"); !st) {
+  // Names and messages taken from the input need not be UTF-8: invalid bytes
+  // become U+FFFD instead of an exception.
+  const std::string text = AnalysisReportToJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (auto st = WriteFileAtomic(path, text + "\n"); !st) {
     log::Error(log::kParallelCompile, st.error().message);
     return 1;
   }

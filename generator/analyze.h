@@ -63,7 +63,7 @@
 //     "modules": [
 //       {
 //         "source": "/abs/path/step.hlo",      // the file read
-//         "entry": "host-gcc-12.2.0-cg1/MODULE_<key>+<hash>",   // only for a cache entry's HLO
+//         "entry": "host-gcc-12.2.0-x86_64-linux-gnu-cg3/MODULE_<key>+<hash>",   // only for a cache entry's HLO
 //         "name": "SyncTensorsGraph.142",
 //         "graph_key": "123...",               // the entry's key, else hlo::CanonicalGraphKey
 //         "computations": 5, "computations_reachable": 5,

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compilers/process.h"
 #include "generator/analyze.h"
 #include "generator/commands.h"
 #include "generator/explain.h"
@@ -51,9 +52,10 @@ void AddCommonOptions(CLI::App& app, ToolOptions& o) {
                  "<local copy dir>/.npc-build/<compiler dir>, the local copy dir being $NPC_LOCAL_CACHE_DIR, "
                  "else ~/.cache/npc/<cache URL>)");
   app.add_option("--backend", o.backend, "Compiler backend (default: NPC_BACKEND, else host)")
-      ->check(CLI::IsMember({"host", "neuronx-cc", "neuron"}));
+      ->check(CLI::IsMember({"host", "neuronx-cc", "neuron", "pjrt"}));
   app.add_option("--compiler", o.compiler,
-                 "Compiler program: the C++ compiler for host, neuronx-cc for neuronx-cc (default: NPC_COMPILER)");
+                 "Compiler program: the C++ compiler for host, neuronx-cc for neuronx-cc, the PJRT plugin for pjrt "
+                 "(default: NPC_COMPILER; pjrt: NPC_PJRT_PLUGIN first)");
   app.add_option("--num_parallel", o.num_parallel,
                  "Most compiles at once (default: the number of CPUs); also bounded by available memory "
                  "divided by the memory one compile needs")
@@ -239,6 +241,9 @@ int RunTool(const ToolOptions& options) {
     setenv("NPC_LOG_LEVEL", options.log_level.c_str(), 1);  // for the trial run, ninja's edges
   }
   const std::string& v = options.verb;
+  // SIGINT/SIGTERM/SIGHUP reach the children (ninja, compilers, the training
+  // command) and are waited for; compile-entry then releases its lock itself.
+  InstallInterruptForwarding(/*defer=*/v == "compile-entry");
   if (auto status = RunManifestVerb(options)) return *status;  // manifest, verify, import, --manifest
   if (v == "all") return RunAll(options);
   if (v == "collect") return RunCollect(options, /*then_generate=*/true);

@@ -39,6 +39,7 @@ struct ToolOptions {
   bool offline = false;                // --offline: refuse network caches (with --manifest)
   std::string scratch_dir;             // verify --scratch_dir
   bool keep_going = false;             // import --keep_going: import what reads, report the rest
+  std::optional<std::string> import_flags;  // import --flags '<compiler flags>': instead of NEURON_CC_FLAGS
   std::string prune_max_size;          // prune --max_size (e.g. "20G")
   std::string prune_max_age;           // prune --max_age (e.g. "30d")
   bool prune_dry_run = false;          // prune --dry_run

@@ -1,13 +1,12 @@
 #include "generator/commands.h"
 #include "generator/files.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -129,6 +128,14 @@ std::string Tail(const std::string& text, int max_lines) {
 // Clamps a child's exit status to a failure status 1..255.
 int FailureStatus(int status) { return status <= 0 || status > 255 ? 1 : status; }
 
+// After a SIGINT/SIGTERM/SIGHUP was forwarded to the child that just ended:
+// says so and gives the conventional exit status, 128 + the signal.
+int StopInterrupted(int sig, const std::string& what) {
+  log::Error(log::kParallelCompile, "Interrupted by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+                                        "): " + what);
+  return 128 + sig;
+}
+
 }  // namespace
 
 // ---- context ----------------------------------------------------------------
@@ -197,7 +204,10 @@ Result<GenerateOutcome> Generate(const ToolContext& ctx, const ToolOptions& opti
   fs::create_directories(ctx.build_dir, ec);
   if (ec) return MakeError("cannot create the build directory " + ctx.build_dir + ": " + ec.message());
 
-  auto scan = ScanCompilerDir(*ctx.store, ctx.compiler_dir, ctx.compiler->ArtifactName());
+  // Local caches: every artifact's digest is checked (a DAMAGED entry gets an
+  // edge); remote ones: sizes only (a digest would download every artifact).
+  auto check = compiler_dir_local ? cache::ArtifactCheck::kDigest : cache::ArtifactCheck::kSize;
+  auto scan = ScanCompilerDir(*ctx.store, ctx.compiler_dir, ctx.compiler->ArtifactName(), check);
   if (!scan) return scan.error();
   GenerateOutcome out;
   out.plan = MakeBuildPlan(*scan, PlanOptions{ctx.retry_failed_compilation});
@@ -249,6 +259,7 @@ Result<GenerateOutcome> Generate(const ToolContext& ctx, const ToolOptions& opti
     }
     edge.entry = e.ref.dir();
     edge.graph_key = e.ref.graph_key;
+    edge.always_run = e.state == EntryState::kDamaged;
     spec.edges.push_back(std::move(edge));
   }
   auto text = RenderNinjaFile(spec);
@@ -298,6 +309,9 @@ int RunCollect(const ToolOptions& options, bool then_generate) {
   if (!status) {
     log::Error(log::kParallelCompile, "cannot run the training command: " + status.error().message);
     return 127;
+  }
+  if (int sig = InterruptSignal(); sig != 0) {
+    return StopInterrupted(sig, "the training command exited with status " + std::to_string(*status));
   }
   if (*status != 0) {
     if (Env("NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE") == "1") {
@@ -390,6 +404,9 @@ int RunCompile(const ToolOptions& options) {
                 gen->ninja_file + ", pool depth " + std::to_string(gen->pool_depth));
 
   int ninja_status = 0;
+  // This run's result records (see generator/results.h), moved up after the summary.
+  const std::string run_id = NewRunId();
+  RunResultsPublisher publish_results(ctx->build_dir, run_id);
   if (!plan.to_compile.empty()) {
     std::string ninja = Env("NPC_NINJA");
     if (ninja.empty()) ninja = FindInPath("ninja");
@@ -402,12 +419,13 @@ int RunCompile(const ToolOptions& options) {
     int jobs = options.num_parallel ? *options.num_parallel : CpuCount();
     std::vector<std::string> argv = {ninja, "-C", ctx->build_dir, "-k", "0", "-j", std::to_string(std::max(1, jobs))};
     log::Info(log::kParallelCompile, "Running " + ShellJoin(argv));
-    auto run = RunInteractive(argv, {});
+    auto run = RunInteractive(argv, {{kRunIdVariable, run_id}});
     if (!run) {
       log::Error(log::kParallelCompile, "cannot run ninja: " + run.error().message);
       return 1;
     }
     ninja_status = *run;
+    if (int sig = InterruptSignal(); sig != 0) return StopInterrupted(sig, "ninja and its compiles were stopped");
   } else {
     log::Info(log::kParallelCompile, "Nothing to compile");
   }
@@ -422,8 +440,8 @@ int RunCompile(const ToolOptions& options) {
   for (const auto& e : plan.to_compile) {
     std::string hlo_path = e.hlo_file.empty() ? StorePath(*ctx->store, e.ref.dir())
                                               : StorePath(*ctx->store, e.ref.file(e.hlo_file));
-    auto record = ReadResultRecord(ctx->build_dir, e.ref.dir());
-    // A record older than this run belongs to an earlier one: ask the cache.
+    auto record = ReadResultRecord(ctx->build_dir, e.ref.dir(), run_id);
+    // No record (the edge did not run) or an old one: ask the cache.
     if (record && record->end_time >= start_time) {
       SummaryItem item;
       item.hlo_path = hlo_path;
@@ -456,7 +474,7 @@ int RunCompile(const ToolOptions& options) {
   summary.compilation_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   auto json = SummaryToJson(summary);
-  log::Info(log::kParallelCompile, json.dump(4));
+  log::Info(log::kParallelCompile, json.dump(4, ' ', false, nlohmann::json::error_handler_t::replace));
   log::Info(log::kParallelCompile, "Total graphs: " + std::to_string(summary.total()));
   log::Info(log::kParallelCompile, "Total successful compilations: " + std::to_string(summary.succeeded()));
   log::Info(log::kParallelCompile, "Total failed compilations: " + std::to_string(summary.failed()));
@@ -479,7 +497,7 @@ int RunCompile(const ToolOptions& options) {
   }
   if (Env("NEURON_PARALLEL_COMPILE_DUMP_RESULTS") == "1") {
     std::string path = AbsolutePath(std::string(kDumpResultsFile));
-    if (auto st = WriteFileAtomic(path, json.dump(4) + "\n"); !st) {
+    if (auto st = WriteFileAtomic(path, json.dump(4, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"); !st) {
       log::Warning(log::kParallelCompile, st.error().message);
     } else {
       log::Info(log::kParallelCompile, "Wrote the compilation results to " + path);
@@ -513,7 +531,9 @@ int RunScan(const ToolOptions& options) {
     log::Error(log::kParallelCompile, ctx.error().message);
     return 1;
   }
-  auto scan = ScanCompilerDir(*ctx->store, ctx->compiler_dir, ctx->compiler->ArtifactName());
+  // Local caches: digests checked (DAMAGED); remote ones: sizes only.
+  auto check = ctx->store->LocalPath("") ? cache::ArtifactCheck::kDigest : cache::ArtifactCheck::kSize;
+  auto scan = ScanCompilerDir(*ctx->store, ctx->compiler_dir, ctx->compiler->ArtifactName(), check);
   if (!scan) {
     log::Error(log::kParallelCompile, scan.error().message);
     return 1;
@@ -542,9 +562,13 @@ int RunScan(const ToolOptions& options) {
     std::string bytes = std::to_string(e.hlo_bytes);
     if (bytes.size() < 12) bytes.insert(0, 12 - bytes.size(), ' ');
     std::cout << line << bytes << "  " << e.ref.dir() << "\n";
+    if (e.state == EntryState::kDamaged) {
+      auto why = cache::CheckEntryArtifact(*ctx->store, e.ref, ctx->compiler->ArtifactName(), check);
+      if (why && why->has_value()) std::cout << "        " << **why << "\n";
+    }
   }
   std::cout << scan->size() << " entries";
-  for (const char* s : {"TODO", "LOCKED", "DONE", "FAILED", "EMPTY"}) {
+  for (const char* s : {"TODO", "LOCKED", "DONE", "FAILED", "EMPTY", "DAMAGED"}) {
     if (counts.count(s)) std::cout << ", " << counts[s] << " " << s;
   }
   std::cout << "\n";
@@ -567,13 +591,26 @@ int RunClean(const ToolOptions& options) {
   int removed = 0, kept = 0, errors = 0;
   for (const auto& name : *names) {
     std::string path = ctx->compiler_dir + "/" + name;
+    // An entry is removed holding its lock, so no compile starts in it
+    // meanwhile; one that another process (npc or another tool) holds is left.
+    std::unique_ptr<cache::EntryLock> lock;
     if (auto ref = cache::ParseEntryDirName(ctx->compiler_dir, name)) {
-      auto locked = ctx->store->IsLocked(ref->dir());
-      if (locked && *locked) {
-        log::Warning(log::kCache, "Left " + StorePath(*ctx->store, path) + ": a live process is compiling it");
+      auto taken = ctx->store->TryLock(ref->dir());
+      if (!taken) {
+        log::Error(log::kCache, "Left " + StorePath(*ctx->store, path) + ": " + taken.error().message);
+        ++errors;
+        continue;
+      }
+      auto foreign = *taken ? ctx->store->IsForeignLocked(ref->dir()) : Result<bool>(false);
+      if (!*taken || !foreign || *foreign) {
+        std::string why = !*taken ? "a live process is compiling it"
+                          : !foreign ? foreign.error().message
+                                     : "a live process of another tool holds one of its lock files";
+        log::Warning(log::kCache, "Left " + StorePath(*ctx->store, path) + ": " + why);
         ++kept;
         continue;
       }
+      lock = std::move(*taken);
     }
     if (auto st = ctx->store->RemoveTree(path); !st) {
       log::Error(log::kCache, st.error().message);
@@ -623,15 +660,19 @@ int RunClearLocks(const ToolOptions& options) {
         }
         continue;
       }
-      // Lock files of other tools: probe with flock when the file is local.
+      // Lock files of other tools: probe with flock when the file is local
+      // (on a writable descriptor: see cache::IsFileLockHeld). One that
+      // cannot be probed is left: it may be live.
       auto local = ctx->store->LocalPath(ref->file(file));
       bool is_held = false;
       if (local) {
-        int fd = open(local->c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-          if (flock(fd, LOCK_EX | LOCK_NB) != 0) is_held = errno == EWOULDBLOCK;
-          close(fd);
+        auto held = cache::IsFileLockHeld(*local);
+        if (!held) {
+          log::Error(log::kCache, "Left " + shown + ": " + held.error().message);
+          ++errors;
+          continue;
         }
+        is_held = *held;
       }
       if (is_held) {
         log::Info(log::kCache, "Held by a live process, left: " + shown);
@@ -653,6 +694,22 @@ int RunClearLocks(const ToolOptions& options) {
 
 // ---- compile-entry (one build edge) ---------------------------------------------
 
+namespace {
+
+// The edge was stopped by a signal (forwarded to its compiler, which ended;
+// the entry lock is released, nothing was written into the entry).
+int EntryInterrupted(int sig, EntryResultRecord& record, const std::string& build_dir, const std::string& run_id) {
+  record.status = "interrupted";
+  record.ok = false;
+  record.message = std::string("stopped by ") + strsignal(sig) + "; the entry is left to compile";
+  record.end_time = EpochSeconds();
+  if (!build_dir.empty()) (void)WriteResultRecord(build_dir, record, run_id);
+  std::cerr << "npc compile-entry: " << record.entry << ": " << record.message << "\n";
+  return 128 + sig;
+}
+
+}  // namespace
+
 int RunCompileEntry(const ToolOptions& options) {
   std::string rel = options.entry;
   while (!rel.empty() && rel.back() == '/') rel.pop_back();
@@ -667,6 +724,11 @@ int RunCompileEntry(const ToolOptions& options) {
   EntryResultRecord record;
   record.entry = ref->dir();
   const std::string build_dir = options.build_dir.empty() ? "" : AbsolutePath(options.build_dir);
+  const std::string run_id = Env(kRunIdVariable);
+  if (run_id.find('/') != std::string::npos || run_id == "." || run_id == "..") {
+    std::cerr << "npc compile-entry: " << kRunIdVariable << " must be a file name, got '" << run_id << "'\n";
+    return 2;
+  }
   const std::string unreachable_file = build_dir.empty() ? "" : build_dir + "/" + std::string(kStoreUnreachableFile);
   cache::S3Store* s3 = nullptr;  // the store, when remote
   auto fail = [&](const std::string& message) {
@@ -674,7 +736,7 @@ int RunCompileEntry(const ToolOptions& options) {
     record.ok = false;
     record.message = message;
     record.end_time = EpochSeconds();
-    if (!build_dir.empty()) (void)WriteResultRecord(build_dir, record);
+    if (!build_dir.empty()) (void)WriteResultRecord(build_dir, record, run_id);
     if (s3 && s3->stats().gave_up > 0 && !unreachable_file.empty()) {
       (void)WriteFileAtomic(unreachable_file, message);  // tell the edges that start next
     }
@@ -722,7 +784,13 @@ int RunCompileEntry(const ToolOptions& options) {
   else record.hlo_path = StorePath(**store, ref->file(cache::kHloFile));
 
   auto result = CompileEntry(**store, **compiler, *ref, eo);
-  if (!result) return fail(result.error().message);
+  if (!result) {
+    if (int sig = InterruptSignal(); sig != 0) return EntryInterrupted(sig, record, build_dir, run_id);
+    return fail(result.error().message);
+  }
+  if (result->status == EntryCompileResult::Status::kInterrupted) {
+    return EntryInterrupted(InterruptSignal(), record, build_dir, run_id);
+  }
 
   using S = EntryCompileResult::Status;
   record.status = std::string(EntryCompileStatusName(result->status));
@@ -738,13 +806,14 @@ int RunCompileEntry(const ToolOptions& options) {
     record.log_path = StorePath(**store, ref->file(cache::kLogFile));
   }
   if (!build_dir.empty()) {
-    if (auto st = WriteResultRecord(build_dir, record); !st) {
+    if (auto st = WriteResultRecord(build_dir, record, run_id); !st) {
       log::Warning(log::kParallelCompile, st.error().message);
     }
     if (result->status == S::kCompiled && (*compiler)->backend() == "host") {
       RecordCompileMemory(build_dir, result->peak_rss_bytes);
     }
   }
+  const int interrupted = InterruptSignal();  // arrived after the compile: finished, then stop
   if (record.ok) {
     if (s3 && !unreachable_file.empty()) {
       std::error_code ec;
@@ -756,7 +825,7 @@ int RunCompileEntry(const ToolOptions& options) {
       fs::create_directories(fs::path(options.stamp).parent_path(), ec);
       if (auto st = WriteFileAtomic(options.stamp, ""); !st) return fail(st.error().message);
     }
-    return 0;
+    return interrupted ? 128 + interrupted : 0;
   }
 
   std::ostringstream msg;
@@ -770,7 +839,7 @@ int RunCompileEntry(const ToolOptions& options) {
   if (result->status == S::kNoHlo) msg << "the entry has no HLO file\n";
   if (!record.log_path.empty()) msg << "full compiler log: " << record.log_path << "\n";
   std::cerr << msg.str();
-  return 1;
+  return interrupted ? 128 + interrupted : 1;
 }
 
 }  // namespace npc::tool

@@ -218,7 +218,7 @@ Result<bool> ExplainOne(ToolContext& ctx, const std::string& path) {
   std::cout << path << "\n";
   std::cout << "  graph key " << key << ", flags hash " << ref.flags_hash << " of " << flags_json << " (from "
             << wanted->flags_source << ")\n";
-  auto state = cache::GetEntryState(store, ref, artifact);
+  auto state = cache::GetEntryState(store, ref, artifact, cache::ArtifactCheck::kDigest);
   if (!state) return state.error();
   std::cout << "  entry " << ctx.cache_url << "/" << ref.dir() << ": ";
   if (*state != cache::EntryState::kEmpty) {
@@ -228,6 +228,9 @@ Result<bool> ExplainOne(ToolContext& ctx, const std::string& path) {
       case cache::EntryState::kFailed: std::cout << " (a cached failure: see model.log; --retry_failed_compilation)\n"; break;
       case cache::EntryState::kTodo: std::cout << " (collected, not compiled yet: run `npc compile`)\n"; break;
       case cache::EntryState::kLocked: std::cout << " (being compiled now)\n"; break;
+      case cache::EntryState::kDamaged:
+        std::cout << " (its artifact does not match model.done: compiled again by the next miss or `npc compile`)\n";
+        break;
       default: std::cout << "\n";
     }
     return *state == cache::EntryState::kDone;

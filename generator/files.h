@@ -1,18 +1,14 @@
 // Writing the generator's own files (build.ninja, result records, manifests,
-// result.json, stamps) so that a reader never sees a partial one.
+// result.json, stamps) so that a reader never sees a partial one: the
+// project's one atomic-write helper, npc::util::WriteFileAtomic
+// (runtime/util/atomic_file.h: temporary file in the same directory, fsync,
+// rename, directory fsync).
 #pragma once
 
-#include <string>
-#include <string_view>
-
-#include "npc/result.h"
+#include "util/atomic_file.h"
 
 namespace npc::tool {
 
-// Writes `data` to `path`: creates the parent directories, writes a hidden
-// temporary file beside it (".<name>.tmp.<pid>"), then renames it over
-// `path`. A reader sees the old file or the whole new one. Errors name the
-// file that could not be written or renamed; the temporary file is removed.
-Status WriteFileAtomic(const std::string& path, std::string_view data);
+using util::WriteFileAtomic;
 
 }  // namespace npc::tool

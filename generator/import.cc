@@ -120,6 +120,30 @@ Result<std::vector<std::string>> ExpandHloPaths(const std::vector<std::string>& 
   return out;
 }
 
+Result<std::vector<std::string>> ImportCompilerFlags(const ToolOptions& options) {
+  if (!options.import_flags) {
+    const char* env = std::getenv("NEURON_CC_FLAGS");
+    auto flags = cache::ParseNeuronCcFlags(env ? env : "");
+    if (!flags) return MakeError("NEURON_CC_FLAGS: " + flags.error().message);
+    return flags->compiler_flags;
+  }
+  auto flags = cache::ParseNeuronCcFlags(*options.import_flags);
+  if (!flags) return MakeError("--flags: " + flags.error().message);
+  // The words ParseNeuronCcFlags consumed are the cache layer's, not the compiler's.
+  auto words = cache::ShellSplit(*options.import_flags);
+  if (!words) return MakeError("--flags: " + words.error().message);
+  for (const auto& word : *words) {
+    if (std::find(flags->compiler_flags.begin(), flags->compiler_flags.end(), word) != flags->compiler_flags.end()) {
+      continue;
+    }
+    if (word.rfind("--", 0) == 0) {
+      return MakeError("--flags: " + word.substr(0, word.find('=')) +
+                       " is an option of the cache, not a compiler flag (give the cache with --cache_dir)");
+    }
+  }
+  return flags->compiler_flags;
+}
+
 int RunImport(const ToolOptions& options, const std::vector<std::string>& paths) {
   if (paths.empty()) {
     std::cerr << "npc import: no HLO files given (npc import [options] [--] <files or folders...>)\n";
@@ -130,10 +154,10 @@ int RunImport(const ToolOptions& options, const std::vector<std::string>& paths)
     log::Error(log::kParallelCompile, files.error().message);
     return 1;
   }
-  auto flags = cache::ParseNeuronCcFlags(std::getenv("NEURON_CC_FLAGS") ? std::getenv("NEURON_CC_FLAGS") : "");
+  auto flags = ImportCompilerFlags(options);
   if (!flags) {
-    log::Error(log::kParallelCompile, "NEURON_CC_FLAGS: " + flags.error().message);
-    return 1;
+    log::Error(log::kParallelCompile, flags.error().message);
+    return 2;
   }
   auto ctx = OpenToolContext(options);
   if (!ctx) {
@@ -142,7 +166,7 @@ int RunImport(const ToolOptions& options, const std::vector<std::string>& paths)
   }
   std::vector<Error> unreadable;
   auto imported =
-      ImportHloFiles(*ctx->store, ctx->compiler_dir, *files, flags->compiler_flags, options.keep_going ? &unreadable : nullptr);
+      ImportHloFiles(*ctx->store, ctx->compiler_dir, *files, *flags, options.keep_going ? &unreadable : nullptr);
   if (!imported) {
     log::Error(log::kParallelCompile, imported.error().message);
     return 1;

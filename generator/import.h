@@ -42,9 +42,17 @@ Result<std::vector<ImportedEntry>> ImportHloFiles(cache::Store& store, const std
 // Errors: a path that does not exist, a directory with no such file.
 Result<std::vector<std::string>> ExpandHloPaths(const std::vector<std::string>& paths);
 
+// The compiler flags of imported entries: those of `--flags '<text>'`
+// (split as a shell would, like NEURON_CC_FLAGS) when given, else the
+// compiler flags of NEURON_CC_FLAGS (its cache options left out).
+// Errors: an unterminated quote; a cache option (--cache_dir, --no_cache,
+// --retry_failed_compilation, ...) inside --flags, naming it.
+Result<std::vector<std::string>> ImportCompilerFlags(const ToolOptions& options);
+
 // `npc import [options] [--] <files or folders...>`: ExpandHloPaths, then
-// ImportHloFiles into the compiler directory of the selected backend, with the
-// compiler flags of NEURON_CC_FLAGS; prints one line per file and entry.
+// ImportHloFiles into the compiler directory of the selected backend, with
+// ImportCompilerFlags; prints one line per file and entry. Exit status 2
+// for bad --flags.
 // --keep_going imports what reads and reports the rest. 0 on success, 1 on
 // error (or, with --keep_going, when some file was not imported), 2 when no
 // file is given.

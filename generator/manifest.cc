@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -245,9 +246,9 @@ Result<Manifest> ParseManifest(std::string_view text, const std::string& source)
     if (!IsDecimal(e.graph_key)) return bad(where + ": \"graph_key\" '" + e.graph_key + "' is not decimal");
     if (!IsHex(e.flags_hash, 8)) return bad(where + ": \"flags_hash\" '" + e.flags_hash + "' is not 8 hex digits");
     if (!IsHex(e.hlo_sha256, 64)) return bad(where + ": \"hlo_sha256\" is not 64 lowercase hex digits");
-    if (e.hlo_file != cache::kHloFile && e.hlo_file != cache::kLegacyHloFile) {
-      return bad(where + ": \"hlo_file\" '" + e.hlo_file + "' is not " + std::string(cache::kHloFile) + " or " +
-                 std::string(cache::kLegacyHloFile));
+    if (e.hlo_file != cache::kHloFile && e.hlo_file != cache::kLegacyHloFile && e.hlo_file != cache::kStableHloFile) {
+      return bad(where + ": \"hlo_file\" '" + e.hlo_file + "' is not " + std::string(cache::kHloFile) + ", " +
+                 std::string(cache::kLegacyHloFile) + " or " + std::string(cache::kStableHloFile));
     }
     if (e.artifact_file.empty() || e.artifact_file.find('/') != std::string::npos) {
       return bad(where + ": \"artifact_file\" '" + e.artifact_file + "' is not a file name");
@@ -649,6 +650,9 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
                                        "; build file " + build->ninja_file + ", pool depth " +
                                        std::to_string(build->pool_depth));
   int ninja_status = 0;
+  // This run's result records (see generator/results.h), moved up after the summary.
+  const std::string run_id = NewRunId();
+  RunResultsPublisher publish_results(ctx.build_dir, run_id);
   if (!build->manifest.entries.empty()) {
     std::string ninja = Env("NPC_NINJA");
     if (ninja.empty()) ninja = FindInPath("ninja");
@@ -658,14 +662,23 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
     }
     std::vector<std::string> argv = {ninja, "-C", ctx.build_dir, "-k", "0", "-j", std::to_string(build->pool_depth)};
     log::Info(log::kParallelCompile, "Running " + ShellJoin(argv));
+    // In the foreground, like `npc compile`: Ctrl-C reaches ninja, which
+    // stops its edges; SIGTERM to npc is forwarded (InstallInterruptForwarding).
     ProcessOptions po;
     po.capture_output = false;
+    po.new_process_group = false;
+    po.set_env[kRunIdVariable] = run_id;
     auto run = RunProcess(argv, po);
     if (!run) {
       log::Error(log::kParallelCompile, "cannot run ninja: " + run.error().message);
       return 1;
     }
     ninja_status = run->exit_status;
+    if (int sig = InterruptSignal(); sig != 0) {
+      log::Error(log::kParallelCompile, "Interrupted by signal " + std::to_string(sig) + " (" + strsignal(sig) +
+                                            "): ninja and its compiles were stopped");
+      return 128 + sig;
+    }
   }
 
   CompileSummary summary;
@@ -675,7 +688,7 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
     const cache::EntryRef ref = e.ref();
     SummaryItem item;
     item.hlo_path = StoreShownPath(*ctx.store, ref.file(e.hlo_file));
-    auto record = ReadResultRecord(ctx.build_dir, ref.dir());
+    auto record = ReadResultRecord(ctx.build_dir, ref.dir(), run_id);
     auto state = cache::GetEntryState(*ctx.store, ref, e.artifact_file);
     item.ok = state && *state == EntryState::kDone;
     if (record && record->end_time >= start_time) {
@@ -700,7 +713,7 @@ int RunCompileFromManifest(const ToolOptions& options, const ManifestCommandOpti
     summary.items.push_back(std::move(item));
   }
   summary.compilation_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  log::Info(log::kParallelCompile, SummaryToJson(summary).dump(4));
+  log::Info(log::kParallelCompile, SummaryToJson(summary).dump(4, ' ', false, nlohmann::json::error_handler_t::replace));
   log::Info(log::kParallelCompile, "Total graphs: " + std::to_string(summary.total()));
   log::Info(log::kParallelCompile, "Total successful compilations: " + std::to_string(summary.succeeded()));
   log::Info(log::kParallelCompile, "Total failed compilations: " + std::to_string(summary.failed()));
@@ -804,6 +817,10 @@ void AddManifestOptions(CLI::App& app, const std::string& verb, ToolOptions& o) 
                    "Where to recompile (default: a temporary directory, removed when every digest matches)");
   }
   if (verb == "import") {
+    app.add_option("--flags", o.import_flags,
+                   "The compiler flags of the imported entries, as one string split like a shell would "
+                   "(e.g. --flags='--target=trn2 -O1'); instead of the compiler flags of NEURON_CC_FLAGS "
+                   "(the default). Only compiler flags: cache options (--cache_dir, ...) are refused");
     app.add_flag("-k,--keep_going", o.keep_going,
                  "Import every file that reads and report the others (exit status 1), instead of importing "
                  "nothing when one file is bad");

@@ -12,8 +12,8 @@
 //     "backend": "host",
 //     "entries": [
 //       {
-//         "entry": "host-gcc-12.2.0-cg1/MODULE_123+d41d8cd9",
-//         "compiler_dir": "host-gcc-12.2.0-cg1",
+//         "entry": "host-gcc-12.2.0-x86_64-linux-gnu-cg3/MODULE_123+d41d8cd9",
+//         "compiler_dir": "host-gcc-12.2.0-x86_64-linux-gnu-cg3",
 //         "graph_key": "123",
 //         "flags": ["--target=trn1"],
 //         "flags_hash": "e30acd3a",

@@ -1,6 +1,7 @@
 #include "generator/ninja_writer.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "compilers/process.h"
 
@@ -8,13 +9,38 @@ namespace npc::tool {
 
 namespace {
 
-Status CheckExpressible(std::string_view text, std::string_view what) {
-  for (char c : text) {
-    if (c == '\n' || c == '\r' || c == '\0') {
-      return MakeError("cannot write " + std::string(what) + " into build.ninja: it contains a " +
-                       (c == '\0' ? std::string("NUL character") : std::string("line break")) + ": " +
-                       std::string(text.substr(0, text.find_first_of(std::string_view("\n\r\0", 3)))) + "...");
+// `text` with control characters, backslashes and non-ASCII bytes as C escapes.
+std::string Printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
     }
+  }
+  return out;
+}
+
+// Ninja has no escape for a line break or NUL anywhere, nor for '|' in a
+// path of a build statement (it separates implicit and order-only inputs).
+Status CheckExpressible(std::string_view text, std::string_view what, bool path) {
+  for (char c : text) {
+    std::string why;
+    if (c == '\n' || c == '\r') why = "a line break";
+    else if (c == '\0') why = "a NUL character";
+    else if (c == '|' && path) why = "'|' (Ninja cannot express it in a path)";
+    else continue;
+    return MakeError("cannot write " + std::string(what) + " \"" + Printable(text) + "\" into build.ninja: it contains " +
+                     why + "; use a cache or build directory whose path has no such character");
   }
   return {};
 }
@@ -31,7 +57,7 @@ void Var(std::string& out, std::string_view indent, std::string_view name, std::
 }  // namespace
 
 Result<std::string> NinjaEscapePath(std::string_view path) {
-  if (auto st = CheckExpressible(path, "the path"); !st) return st.error();
+  if (auto st = CheckExpressible(path, "the path", /*path=*/true); !st) return st.error();
   std::string out;
   out.reserve(path.size());
   for (char c : path) {
@@ -42,7 +68,7 @@ Result<std::string> NinjaEscapePath(std::string_view path) {
 }
 
 Result<std::string> NinjaEscapeValue(std::string_view text) {
-  if (auto st = CheckExpressible(text, "the text"); !st) return st.error();
+  if (auto st = CheckExpressible(text, "the text", /*path=*/false); !st) return st.error();
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
@@ -93,6 +119,7 @@ Result<std::string> RenderNinjaFile(const NinjaFileSpec& spec) {
   out += "\nbuild build.ninja: npc_generate" + generator_inputs + "\n";
 
   std::string all;
+  bool any_always_run = false;
   for (const auto& edge : spec.edges) {
     auto output = NinjaEscapePath(edge.output);
     if (!output) return output.error();
@@ -101,6 +128,10 @@ Result<std::string> RenderNinjaFile(const NinjaFileSpec& spec) {
       auto in = NinjaEscapePath(input);
       if (!in) return in.error();
       out += " " + *in;
+    }
+    if (edge.always_run) {
+      out += " | npc_always_run";
+      any_always_run = true;
     }
     out += '\n';
     auto entry = value({edge.entry});
@@ -111,6 +142,8 @@ Result<std::string> RenderNinjaFile(const NinjaFileSpec& spec) {
     Var(out, "  ", "key", *key);
     all += " " + *output;
   }
+  // A phony target without inputs that names no file is always out of date.
+  if (any_always_run) out += "\nbuild npc_always_run: phony\n";
   out += "\nbuild all: phony" + all + "\n";
   out += "default all\n";
   return out;

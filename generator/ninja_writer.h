@@ -19,6 +19,8 @@
 //   (a remote store (S3): build <build dir>/stamps/<entry>.done: npc_compile,
 //    no inputs, and the command adds `--stamp $out`; ninja cannot see the
 //    bucket change, so `npc generate` is what picks up new entries)
+//   (a DAMAGED entry's edge also has `| npc_always_run`, and then
+//    `build npc_always_run: phony` is written)
 //   build all: phony <every model.done>
 //   default all
 #pragma once
@@ -32,8 +34,8 @@
 namespace npc::tool {
 
 // Escapes a path for a build statement ("build <outputs>: rule <inputs>"):
-// '$' -> "$$", ' ' -> "$ ", ':' -> "$:". Errors: a newline or NUL (ninja
-// cannot express them), naming the path.
+// '$' -> "$$", ' ' -> "$ ", ':' -> "$:". Errors: a line break, NUL or '|'
+// (ninja cannot express them in a path), naming the path (escaped).
 Result<std::string> NinjaEscapePath(std::string_view path);
 
 // Escapes text for the value of a ninja variable (e.g. a command): '$' -> "$$".
@@ -45,6 +47,10 @@ struct NinjaCompileEdge {
   std::vector<std::string> inputs;  // absolute paths: the HLO file, compile_flags.json (none for a remote store)
   std::string entry;                // entry directory relative to the cache root
   std::string graph_key;            // for the description "NPC <graph key>"
+  // Run even when the output looks up to date: a DAMAGED entry, whose
+  // model.done exists. Adds the implicit input `npc_always_run`, a phony
+  // target without inputs (always out of date), written once when needed.
+  bool always_run = false;
 };
 
 struct NinjaFileSpec {

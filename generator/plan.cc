@@ -1,14 +1,38 @@
 #include "generator/plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <tuple>
 
 #include "npc/log.h"
 
 namespace npc::tool {
 
+namespace {
+
+// `name` with control characters, backslashes and non-ASCII bytes as C escapes.
+std::string PrintableName(std::string_view name) {
+  std::string out;
+  for (unsigned char c : name) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<ScannedEntry>> ScanCompilerDir(cache::Store& store, const std::string& compiler_dir,
-                                                  std::string_view artifact_name) {
+                                                  std::string_view artifact_name, cache::ArtifactCheck check) {
   auto names = store.List(compiler_dir);
   if (!names) return names.error();
   std::vector<std::string> sorted = *names;
@@ -16,12 +40,22 @@ Result<std::vector<ScannedEntry>> ScanCompilerDir(cache::Store& store, const std
   std::vector<ScannedEntry> out;
   for (const auto& name : sorted) {
     auto ref = cache::ParseEntryDirName(compiler_dir, name);
-    if (!ref) continue;  // not an entry: ignored
+    if (!ref) {
+      // Not an entry: ignored. Named like one but malformed (a stray
+      // `MODULE_1\n2+abc`): ignored too, with a warning, so that one bad name
+      // does not stop the build of the whole cache.
+      if (name.rfind(cache::kEntryPrefix, 0) == 0) {
+        log::Warning(log::kParallelCompile, "ignoring " + store.url() + "/" + compiler_dir + "/" + PrintableName(name) +
+                                                ": not a valid entry name (MODULE_<graph key>+<flags hash>, "
+                                                "letters, digits, '.', '_' and '-' only)");
+      }
+      continue;
+    }
     ScannedEntry e;
     e.ref = *ref;
     // Something named like an entry that cannot be listed (a plain file, an
     // unreadable directory) is not an entry we can compile: skip it, say so.
-    auto state = cache::GetEntryState(store, e.ref, artifact_name);
+    auto state = cache::GetEntryState(store, e.ref, artifact_name, check);
     if (!state) {
       auto size = store.Size(e.ref.dir());
       if (size) {
@@ -58,6 +92,7 @@ BuildPlan MakeBuildPlan(const std::vector<ScannedEntry>& scan, const PlanOptions
   for (const auto& e : scan) {
     switch (e.state) {
       case cache::EntryState::kTodo:
+      case cache::EntryState::kDamaged:
       case cache::EntryState::kLocked:
         plan.to_compile.push_back(e);
         break;

@@ -24,10 +24,13 @@ struct ScannedEntry {
 };
 
 // All MODULE_* entries of `compiler_dir` (relative to the store root), sorted
-// by directory name, EMPTY ones included (callers skip them).
+// by directory name, EMPTY ones included (callers skip them). `check`: how
+// far DONE entries' artifacts are checked against model.done (a mismatch
+// scans as DAMAGED; kDigest reads every artifact).
 // Errors: store I/O failures other than an absent directory (which scans as empty).
 Result<std::vector<ScannedEntry>> ScanCompilerDir(cache::Store& store, const std::string& compiler_dir,
-                                                  std::string_view artifact_name);
+                                                  std::string_view artifact_name,
+                                                  cache::ArtifactCheck check = cache::ArtifactCheck::kSize);
 
 struct PlanOptions {
   bool retry_failed_compilation = false;  // FAILED entries become edges too
@@ -35,8 +38,9 @@ struct PlanOptions {
 
 struct BuildPlan {
   // Entries to compile, costliest first (HLO bytes descending, then graph key,
-  // then flags hash): TODO and LOCKED ones (the per-edge command waits for or
-  // takes over the lock), FAILED ones only with retry_failed_compilation.
+  // then flags hash): TODO, DAMAGED and LOCKED ones (the per-edge command
+  // waits for or takes over the lock), FAILED ones only with
+  // retry_failed_compilation.
   std::vector<ScannedEntry> to_compile;
   // FAILED entries that are not retried: reported as failures.
   std::vector<ScannedEntry> cached_failures;

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
+#include <random>
 #include <fstream>
 #include <sstream>
 
@@ -47,19 +49,47 @@ Result<EntryResultRecord> RecordFromJson(const std::string& text, const std::str
   return r;
 }
 
-std::string ResultRecordPath(const std::string& build_dir, const std::string& entry) {
+std::string NewRunId() {
+  std::random_device random;
+  char text[96];
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::snprintf(text, sizeof text, "%04d%02d%02dT%02d%02d%02dZ-%d-%08x", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, static_cast<int>(getpid()),
+                static_cast<unsigned>(random()));
+  return text;
+}
+
+std::string ResultsDir(const std::string& build_dir, const std::string& run_id) {
+  return build_dir + "/results" + (run_id.empty() ? "" : "/" + run_id);
+}
+
+RunResultsPublisher::~RunResultsPublisher() {
+  const std::string run_dir = ResultsDir(build_dir_, run_id_);
+  std::error_code ec;
+  for (fs::directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code move_ec;
+    fs::rename(it->path(), ResultsDir(build_dir_) + "/" + it->path().filename().string(), move_ec);
+  }
+  fs::remove_all(run_dir, ec);
+}
+
+std::string ResultRecordPath(const std::string& build_dir, const std::string& entry, const std::string& run_id) {
   std::string name = entry;
   size_t slash = name.rfind('/');
   if (slash != std::string::npos) name = name.substr(slash + 1);
-  return build_dir + "/results/" + name + ".json";
+  return ResultsDir(build_dir, run_id) + "/" + name + ".json";
 }
 
-Status WriteResultRecord(const std::string& build_dir, const EntryResultRecord& record) {
-  return WriteFileAtomic(ResultRecordPath(build_dir, record.entry), RecordToJson(record).dump(2) + "\n");
+Status WriteResultRecord(const std::string& build_dir, const EntryResultRecord& record, const std::string& run_id) {
+  return WriteFileAtomic(ResultRecordPath(build_dir, record.entry, run_id),
+                         RecordToJson(record).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
-std::optional<EntryResultRecord> ReadResultRecord(const std::string& build_dir, const std::string& entry) {
-  std::string path = ResultRecordPath(build_dir, entry);
+std::optional<EntryResultRecord> ReadResultRecord(const std::string& build_dir, const std::string& entry,
+                                                  const std::string& run_id) {
+  std::string path = ResultRecordPath(build_dir, entry, run_id);
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::stringstream ss;

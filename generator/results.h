@@ -1,8 +1,12 @@
 // Per-entry result records and the compilation summary (DESIGN.md section 2).
 //
 // Each build edge (`npc compile-entry`) writes one record,
-// <build dir>/results/<entry name>.json, for example
-//   {"entry": "host-gcc-12.2.0-cg1/MODULE_123+d41d8cd9", "hlo_path": "/cache/.../model.hlo_module.pb",
+// <build dir>/results/<run id>/<entry name>.json, where the run id is the
+// environment variable NPC_RUN_ID that `npc compile` sets for its ninja (so
+// concurrent runs on one build directory each read their own edges' records;
+// after its summary a run moves them up to <build dir>/results/); ninja run by
+// hand (no NPC_RUN_ID): <build dir>/results/<entry name>.json. For example
+//   {"entry": "host-gcc-12.2.0-x86_64-linux-gnu-cg3/MODULE_123+d41d8cd9", "hlo_path": "/cache/.../model.hlo_module.pb",
 //    "status": "compiled", "ok": true, "retries": 0, "compile_time": 2.5,
 //    "peak_rss_bytes": 104857600, "end_time": 1714567890.25, "log_path": "", "message": ""}
 // status is EntryCompileStatusName() ("compiled", "already done", "failed",
@@ -46,12 +50,36 @@ struct EntryResultRecord {
 nlohmann::json RecordToJson(const EntryResultRecord& record);
 Result<EntryResultRecord> RecordFromJson(const std::string& text, const std::string& source);
 
-// <build_dir>/results/<last path component of entry>.json
-std::string ResultRecordPath(const std::string& build_dir, const std::string& entry);
+// The environment variable naming the run whose records an edge writes.
+inline constexpr const char* kRunIdVariable = "NPC_RUN_ID";
+// A new run id: "<UTC time>-<pid>-<random hex>", unique among concurrent runs.
+std::string NewRunId();
+// <build_dir>/results[/<run_id>] (run_id empty: no sub-folder).
+std::string ResultsDir(const std::string& build_dir, const std::string& run_id = "");
+// <ResultsDir(build_dir, run_id)>/<last path component of entry>.json
+std::string ResultRecordPath(const std::string& build_dir, const std::string& entry, const std::string& run_id = "");
 // Written atomically (temporary name, then rename).
-Status WriteResultRecord(const std::string& build_dir, const EntryResultRecord& record);
+Status WriteResultRecord(const std::string& build_dir, const EntryResultRecord& record,
+                         const std::string& run_id = "");
+// When destroyed (the run's summary printed): moves the records of run
+// `run_id` up into <build_dir>/results/ (where ninja run by hand leaves them:
+// the latest finished run's record of each entry) and removes the run's folder.
+class RunResultsPublisher {
+ public:
+  RunResultsPublisher(std::string build_dir, std::string run_id)
+      : build_dir_(std::move(build_dir)), run_id_(std::move(run_id)) {}
+  ~RunResultsPublisher();
+  RunResultsPublisher(const RunResultsPublisher&) = delete;
+  RunResultsPublisher& operator=(const RunResultsPublisher&) = delete;
+
+ private:
+  std::string build_dir_;
+  std::string run_id_;
+};
+
 // nullopt when absent or unreadable.
-std::optional<EntryResultRecord> ReadResultRecord(const std::string& build_dir, const std::string& entry);
+std::optional<EntryResultRecord> ReadResultRecord(const std::string& build_dir, const std::string& entry,
+                                                  const std::string& run_id = "");
 
 struct SummaryItem {
   std::string hlo_path;

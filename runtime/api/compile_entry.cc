@@ -7,7 +7,11 @@
 #include <thread>
 
 #include "cache/read_through.h"
+#include "compilers/process.h"
 #include "npc/compiler.h"
+#include "npc/log.h"
+#include "util/atomic_file.h"
+#include "util/digest.h"
 
 namespace npc {
 namespace fs = std::filesystem;
@@ -22,6 +26,7 @@ std::string_view EntryCompileStatusName(EntryCompileResult::Status status) {
     case Outcome::kCachedFailure: return "cached failure";
     case Outcome::kLocked: return "locked";
     case Outcome::kNoHlo: return "no HLO";
+    case Outcome::kInterrupted: return "interrupted";
   }
   return "unknown";
 }
@@ -63,20 +68,10 @@ std::string FailureLog(const CompileOutcome& outcome, int attempts) {
 }
 
 // Moves (or copies, across file systems) the compiled artifact to `kept`,
-// atomically: a reader sees all of it or nothing.
+// atomically and durably: a reader sees all of it or nothing.
 Status KeepArtifact(const std::string& artifact_path, const std::string& kept) {
-  std::error_code ec;
-  fs::create_directories(fs::path(kept).parent_path(), ec);
-  if (ec) return MakeError("cannot create " + fs::path(kept).parent_path().string() + ": " + ec.message());
-  fs::rename(artifact_path, kept, ec);
-  if (!ec) return {};
-  const std::string tmp = kept + ".tmp." + std::to_string(getpid());
-  fs::copy_file(artifact_path, tmp, fs::copy_options::overwrite_existing, ec);
-  if (!ec) fs::rename(tmp, kept, ec);
-  if (ec) {
-    std::string why = ec.message();
-    fs::remove(tmp, ec);
-    return MakeError("cannot keep the compiled artifact at " + kept + ": " + why);
+  if (auto st = util::PutFileAtomic(artifact_path, kept, /*consume=*/true); !st) {
+    return MakeError("cannot keep the compiled artifact at " + kept + ": " + st.error().message);
   }
   return {};
 }
@@ -114,19 +109,34 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
     return result;
   };
 
-  auto state = cache::GetEntryState(store, entry, artifact);
+  // Digests are checked: a DONE entry whose artifact is damaged is compiled again.
+  constexpr auto kCheck = cache::ArtifactCheck::kDigest;
+  auto state = cache::GetEntryState(store, entry, artifact, kCheck);
   if (!state) return state.error();
   if (auto s = settled(*state)) return finish_settled(*s);
 
   // Take the lock, waiting for another compiler of this entry if asked to.
+  // Holding npc's lock, another tool's held lock (libneuronxla's) still means
+  // someone else is at work on the entry: let go and wait like for ours.
   std::unique_ptr<cache::EntryLock> lock;
   auto wait_start = std::chrono::steady_clock::now();
   for (;;) {
+    if (InterruptSignal() != 0) {
+      result.status = Outcome::kInterrupted;
+      return result;
+    }
     auto taken = store.TryLock(entry.dir());
     if (!taken) return taken.error();
     if (*taken) {
-      lock = std::move(*taken);
-      break;
+      // Re-check under the lock: another process may have finished it
+      // meanwhile (DONE, or FAILED: reported as the cached failure).
+      state = cache::GetEntryState(store, entry, artifact, kCheck, /*own_lock_held=*/true);
+      if (!state) return state.error();
+      if (*state != EntryState::kLocked) {
+        lock = std::move(*taken);
+        break;
+      }
+      taken->reset();
     }
     double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
     if (!options.wait_for_lock || waited > options.lock_wait_seconds) {
@@ -135,11 +145,22 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(store.LocalPath("") ? 100 : 1000));
   }
-
-  // Re-check under the lock: another process may have finished it meanwhile.
-  state = cache::GetEntryState(store, entry, artifact);
-  if (!state) return state.error();
   if (auto s = settled(*state)) return finish_settled(*s);
+  auto done_exists = store.Exists(entry.file(cache::kDoneFile));
+  if (!done_exists) return done_exists.error();
+  Result<std::optional<std::string>> why = std::optional<std::string>();
+  if (*done_exists) why = cache::CheckEntryArtifact(store, entry, artifact, kCheck);
+  if (!why) return why.error();
+  if (why->has_value()) {
+    // Readers must not meet the damaged artifact with a done file meanwhile:
+    // model.done goes first, then the artifact; the compile below commits anew
+    // (or, failing, leaves a FAILED entry).
+    result.damage = **why;
+    log::Warning(log::kCache, "Damaged artifact in " + store.url() + "/" + entry.dir() + ": " + result.damage +
+                                  "; compiling the entry again");
+    if (auto st = store.Remove(entry.file(cache::kDoneFile)); !st) return st.error();
+    if (auto st = store.Remove(entry.file(artifact)); !st) return st.error();
+  }
 
   auto hlo_name = cache::FindHloFile(store, entry);
   if (!hlo_name) return hlo_name.error();
@@ -159,14 +180,19 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
       }
     }
   }
-  // Commit: artifact, then model.done; an old failure log goes last. A
+  // Commit: artifact (fsynced, renamed, directory fsynced), then model.done
+  // with its size and SHA-256 (npc/cache.h); an old failure log goes last. A
   // remote store uploads from the kept copy (KeptArtifactPath), which is
   // removed only once model.done is written: if an upload fails, or this
   // process dies in the middle, the next compile of the entry finds it.
   const std::string kept = local_entry ? "" : KeptArtifactPath(store.url(), entry, artifact);
   auto commit = [&](const std::string& artifact_file) -> Status {
+    // The record is taken before the move (a local store consumes the file).
+    auto digest = util::Sha256File(artifact_file);
+    if (!digest) return digest.error();
+    const cache::ArtifactRecord record{artifact, digest->size, digest->sha256};
     if (auto st = store.PutFileAtomic(entry.file(artifact), artifact_file); !st) return st;
-    if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), ""); !st) return st;
+    if (auto st = store.WriteAtomic(entry.file(cache::kDoneFile), cache::DoneFileText(record)); !st) return st;
     if (!kept.empty()) {
       std::error_code ec;
       fs::remove(kept, ec);
@@ -227,6 +253,11 @@ Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler,
       result.compile_seconds += outcome.seconds;
       result.peak_rss_bytes = std::max(result.peak_rss_bytes, outcome.peak_rss_bytes);
       if (outcome.ok) break;
+      if (InterruptSignal() != 0) {
+        // Stopped by the signal (or never started): not a compile failure.
+        result.status = Outcome::kInterrupted;
+        return result;
+      }
     }
   }
 

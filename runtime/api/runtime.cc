@@ -2,12 +2,14 @@
 #include "npc/runtime.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 
 #include "cache/read_through.h"
+#include "compilers/pjrt_compiler.h"
 #include "host/host_backend.h"
 #include "npc/hlo.h"
 #include "npc/log.h"
@@ -45,6 +47,17 @@ Status CheckArguments(const std::vector<TensorSpec>& params, const std::vector<T
     }
   }
   return {};
+}
+
+// Whether this process may write `dir`, or create it: the nearest existing
+// directory on its path is writable.
+bool CanCreateIn(std::string dir) {
+  for (;;) {
+    if (access(dir.c_str(), F_OK) == 0) return access(dir.c_str(), W_OK) == 0;
+    size_t slash = dir.rfind('/');
+    if (slash == std::string::npos || slash == 0) return access("/", W_OK) == 0;
+    dir.resize(slash);
+  }
 }
 
 // The executable of a trial run: outputs are zeros of the right shapes.
@@ -157,72 +170,164 @@ Result<std::shared_ptr<Executable>> Runtime::GetExecutableFromBytes(std::string_
                                                                     const std::string& graph_key) {
   auto module = hlo::ParseHloModule(hlo_bytes, "HLO module bytes (" + std::to_string(hlo_bytes.size()) + " bytes)");
   if (!module) return module.error();
-  return GetExecutable(*module, graph_key);
+  return Lookup(*module, graph_key, /*validated=*/true);
 }
 
 Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleProto& module,
                                                            const std::string& graph_key) {
-  if (auto st = hlo::ValidateModule(module, "module '" + module.name() + "'"); !st) return st.error();
+  return Lookup(module, graph_key, /*validated=*/false);
+}
+
+void Runtime::Bump(int64_t CacheCounters::*counter) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++(counters_.*counter);
+}
+
+Result<std::shared_ptr<Executable>> Runtime::LoadArtifactFile(const std::string& path, const std::string& shown,
+                                                              const xla::HloModuleProto& module) const {
+  if (compiler_->backend() != "host" && compiler_->backend() != "pjrt") {
+    return MakeError("cannot run " + shown + ": running a " + compiler_->backend() +
+                     " artifact needs its device runtime; npc runs host and pjrt artifacts only");
+  }
+  if (compiler_->backend() == "pjrt") return LoadPjrtArtifact(*compiler_, path, module);
+  auto exe = host::HostExecutable::Load(path);
+  if (!exe) return exe.error();
+  return std::shared_ptr<Executable>(new HostArtifactExecutable(std::move(*exe)));
+}
+
+Result<std::shared_ptr<Executable>> Runtime::LoadCheckedArtifact(const cache::EntryRef& entry,
+                                                                 const xla::HloModuleProto& module, std::string* damage) {
+  const std::string artifact = entry.file(compiler_->ArtifactName());
+  const std::string shown = store_->url() + "/" + artifact;
+  if (compiler_->backend() != "host" && compiler_->backend() != "pjrt") return LoadArtifactFile("", shown, module);
+  auto record = cache::ReadDoneFile(*store_, entry);
+  if (!record) {
+    *damage = record.error().message;
+    return std::shared_ptr<Executable>();
+  }
+  const std::string local_root = cache::DefaultLocalCopyRoot(store_->url());
+  auto path = cache::LocalCopy(*store_, artifact, local_root);
+  if (!path) return path.error();
+  auto why = cache::CheckArtifactFile(*path, *record, cache::ArtifactCheck::kDigest);
+  if (why && why->has_value() && !store_->LocalPath(artifact)) {
+    // A damaged local copy of a remote object: fetch it once more.
+    std::error_code ec;
+    std::filesystem::remove(*path, ec);
+    path = cache::LocalCopy(*store_, artifact, local_root);
+    if (!path) return path.error();
+    why = cache::CheckArtifactFile(*path, *record, cache::ArtifactCheck::kDigest);
+  }
+  if (!why) return why.error();
+  if (why->has_value()) {
+    *damage = **why;
+    return std::shared_ptr<Executable>();
+  }
+  return LoadArtifactFile(*path, shown, module);
+}
+
+Result<std::shared_ptr<Executable>> Runtime::Lookup(const xla::HloModuleProto& module, const std::string& graph_key,
+                                                    bool validated) {
+  // A hit neither validates nor serializes the module: the entry was written
+  // from a module with this key, validated then. Only a miss writes or compiles.
+  auto validate = [&]() -> Status {
+    if (validated) return {};
+    return hlo::ValidateModule(module, "module '" + module.name() + "'");
+  };
   cache::EntryRef entry{compiler_dir_, graph_key.empty() ? hlo::CanonicalGraphKey(module) : graph_key, flags_hash_};
   const std::string entry_path = store_->url() + "/" + entry.dir();
-  auto bump = [&](int64_t CacheCounters::*counter) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++(counters_.*counter);
-  };
-  // Loads the artifact at `local_path`, else the entry's: the store's own
-  // file, or (S3) a local read-through copy fetched once.
-  auto load = [&](const std::string& local_path = "") -> Result<std::shared_ptr<Executable>> {
-    const std::string artifact = entry.file(compiler_->ArtifactName());
-    if (compiler_->backend() != "host") {
-      return MakeError("cannot run " + entry_path + "/" + compiler_->ArtifactName() + ": running a " +
-                       compiler_->backend() + " artifact needs its device runtime; npc runs host-backend artifacts only");
-    }
-    Result<std::string> path = local_path;
-    if (local_path.empty()) path = cache::LocalCopy(*store_, artifact, cache::DefaultLocalCopyRoot(store_->url()));
-    if (!path) return path.error();
-    auto exe = host::HostExecutable::Load(*path);
-    if (!exe) return exe.error();
-    return std::shared_ptr<Executable>(new HostArtifactExecutable(std::move(*exe)));
-  };
-
-  std::string serialized;
-  module.SerializeToString(&serialized);
+  auto state = cache::GetEntryState(*store_, entry, compiler_->ArtifactName());
+  if (!state) return state.error();
 
   if (options_.extract_graphs_only) {
-    auto state = cache::GetEntryState(*store_, entry, compiler_->ArtifactName());
-    if (!state) return state.error();
+    if (auto st = validate(); !st) return st.error();
     if (*state == cache::EntryState::kDone) {
-      bump(&CacheCounters::hits);
+      Bump(&CacheCounters::hits);
     } else {
+      std::string serialized;
+      module.SerializeToString(&serialized);
       if (auto st = cache::PutEntryInputs(*store_, entry, serialized, flags_json_); !st) return st.error();
-      bump(&CacheCounters::misses);
-      bump(&CacheCounters::extracted);
+      Bump(&CacheCounters::misses);
+      Bump(&CacheCounters::extracted);
       log::Info(log::kCcWrapper, "Extracting graphs (" + store_->url() + "/" + entry.file(cache::kHloFile) +
                                      ") for ahead-of-time parallel compilation. No compilation was done.");
     }
     return std::shared_ptr<Executable>(new PlaceholderExecutable(module));
   }
 
-  auto state = cache::GetEntryState(*store_, entry, compiler_->ArtifactName());
-  if (!state) return state.error();
+  std::string damage;
   if (*state == cache::EntryState::kDone) {
-    auto exe = load();
-    if (exe) {
-      bump(&CacheCounters::hits);
+    auto exe = LoadCheckedArtifact(entry, module, &damage);
+    if (!exe) return exe.error();
+    if (*exe) {
+      Bump(&CacheCounters::hits);
       log::Debug(log::kCache, "Using a cached neff at " + entry_path + "/" + compiler_->ArtifactName());
-      return exe;
+      return *exe;
     }
-    return exe.error();
+  } else if (*state == cache::EntryState::kDamaged) {
+    auto why = cache::CheckEntryArtifact(*store_, entry, compiler_->ArtifactName(), cache::ArtifactCheck::kSize);
+    damage = why && why->has_value() ? **why : "its artifact does not match model.done";
+  }
+  if (!damage.empty()) {
+    log::Warning(log::kCache, "Damaged artifact in " + entry_path + ": " + damage + "; not loaded");
   }
   if (*state == cache::EntryState::kFailed && !options_.retry_failed_compilation) {
-    bump(&CacheCounters::failed_compiles);
+    Bump(&CacheCounters::failed_compiles);
     log::Warning(log::kCache, "Got a cached failed neff at " + entry_path + "/" + std::string(cache::kLogFile) +
                                   ". Will skip compilation.");
     return MakeError("cached compile failure of " + entry_path + " (see " + entry_path + "/" +
                      std::string(cache::kLogFile) + "; set --retry_failed_compilation in NEURON_CC_FLAGS to retry)");
   }
+  if (auto st = validate(); !st) return st.error();
+  Bump(&CacheCounters::misses);
+  return CompileMiss(module, entry);
+}
 
-  bump(&CacheCounters::misses);
+Result<std::shared_ptr<Executable>> Runtime::CompileInScratch(const xla::HloModuleProto& module,
+                                                              const cache::EntryRef& entry) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "npc-scratch-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) return MakeError("cannot create a scratch directory in " + tmpl);
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove{tmpl};
+  cache::LocalStore scratch(tmpl);
+  std::string serialized;
+  module.SerializeToString(&serialized);
+  if (auto st = cache::PutEntryInputs(scratch, entry, serialized, flags_json_); !st) return st.error();
+  EntryCompileOptions copts;
+  copts.retry_failed_compilation = true;
+  auto compiled = CompileEntry(scratch, *compiler_, entry, copts);
+  if (!compiled) return compiled.error();
+  if (compiled->status != EntryCompileResult::Status::kCompiled) {
+    Bump(&CacheCounters::failed_compiles);
+    return MakeError("compile of " + store_->url() + "/" + entry.dir() + " (in " + tmpl + ") " +
+                     std::string(EntryCompileStatusName(compiled->status)) + "\n" + compiled->log);
+  }
+  Bump(&CacheCounters::compiles);
+  // Loaded before the scratch directory goes: the loaded object stays mapped.
+  return LoadArtifactFile(tmpl + "/" + entry.file(compiler_->ArtifactName()), store_->url() + "/" + entry.dir(), module);
+}
+
+Result<std::shared_ptr<Executable>> Runtime::CompileMiss(const xla::HloModuleProto& module,
+                                                         const cache::EntryRef& entry) {
+  const std::string entry_path = store_->url() + "/" + entry.dir();
+  auto load = [&]() -> Result<std::shared_ptr<Executable>> {
+    std::string damage;
+    auto exe = LoadCheckedArtifact(entry, module, &damage);
+    if (exe && !*exe) return MakeError("the artifact of " + entry_path + " compiled now does not match: " + damage);
+    return exe;
+  };
+  // A local cache this process cannot write (read-only): compile privately, store nothing.
+  if (auto dir = store_->LocalPath(entry.dir()); dir && !CanCreateIn(*dir)) {
+    log::Warning(log::kCache, "Cache " + store_->url() + " is not writable here (" + *dir + "): compiling " +
+                                  entry.dir() + " in a scratch directory; the result is not stored");
+    return CompileInScratch(module, entry);
+  }
+  std::string serialized;
+  module.SerializeToString(&serialized);
   if (auto st = cache::PutEntryInputs(*store_, entry, serialized, flags_json_); !st) return st.error();
   EntryCompileOptions copts;
   copts.retry_failed_compilation = options_.retry_failed_compilation;
@@ -235,9 +340,9 @@ Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleP
     const std::string kept = KeptArtifactPath(store_->url(), entry, compiler_->ArtifactName());
     std::error_code ec;
     if (!store_->LocalPath(entry.dir()) && std::filesystem::is_regular_file(kept, ec)) {
-      auto exe = load(kept);
+      auto exe = LoadArtifactFile(kept, kept, module);
       if (exe) {
-        bump(&CacheCounters::compiles);
+        Bump(&CacheCounters::compiles);
         log::Warning(log::kCache, "Running the artifact of " + entry_path +
                                       " from its local copy; storing it failed: " + compiled.error().message);
         return exe;
@@ -247,7 +352,7 @@ Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleP
   }
   switch (compiled->status) {
     case EntryCompileResult::Status::kCompiled:
-      bump(&CacheCounters::compiles);
+      Bump(&CacheCounters::compiles);
       if (compiled->uploaded_kept_artifact) {
         log::Info(log::kCache, "Uploaded the artifact of " + entry_path + " that an earlier run compiled");
       } else {
@@ -257,7 +362,7 @@ Result<std::shared_ptr<Executable>> Runtime::GetExecutable(const xla::HloModuleP
     case EntryCompileResult::Status::kAlreadyDone:
       return load();
     default:
-      bump(&CacheCounters::failed_compiles);
+      Bump(&CacheCounters::failed_compiles);
       log::Error(log::kCache, "Compilation of " + entry_path + " failed (" +
                                   std::string(EntryCompileStatusName(compiled->status)) + "); see " + entry_path +
                                   "/" + std::string(cache::kLogFile));

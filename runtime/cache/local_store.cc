@@ -9,9 +9,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include "npc/cache.h"
+#include "util/atomic_file.h"
 
 namespace npc::cache {
 namespace fs = std::filesystem;
@@ -24,27 +24,6 @@ Status MakeDirs(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return MakeError("cannot create directory " + dir + ": " + ec.message());
-  return {};
-}
-
-std::string TempNameFor(const std::string& abs_path) {
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(getpid()));
-  fs::path p(abs_path);
-  char suffix[32];
-  std::snprintf(suffix, sizeof suffix, "%d.%08llx", getpid(), static_cast<unsigned long long>(rng() & 0xffffffffULL));
-  return (p.parent_path() / ("." + p.filename().string() + ".tmp." + suffix)).string();
-}
-
-Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return MakeError("cannot write " + path + ": " + ErrnoText());
-    }
-    done += static_cast<size_t>(n);
-  }
   return {};
 }
 
@@ -111,38 +90,11 @@ Result<int64_t> LocalStore::Size(const std::string& path) {
 }
 
 Status LocalStore::WriteAtomic(const std::string& path, std::string_view data) {
-  std::string abs = Abs(path);
-  if (auto st = MakeDirs(fs::path(abs).parent_path().string()); !st) return st;
-  std::string tmp = TempNameFor(abs);
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return MakeError("cannot create " + tmp + ": " + ErrnoText());
-  Status st = WriteAll(fd, data, tmp);
-  if (st && fsync(fd) != 0) st = MakeError("cannot sync " + tmp + ": " + ErrnoText());
-  close(fd);
-  if (st && rename(tmp.c_str(), abs.c_str()) != 0) st = MakeError("cannot rename " + tmp + " to " + abs + ": " + ErrnoText());
-  if (!st) unlink(tmp.c_str());
-  return st;
+  return util::WriteFileAtomic(Abs(path), data);
 }
 
 Status LocalStore::PutFileAtomic(const std::string& path, const std::string& local_path) {
-  std::string abs = Abs(path);
-  if (auto st = MakeDirs(fs::path(abs).parent_path().string()); !st) return st;
-  // Same file system: a rename is atomic and cheap.
-  if (rename(local_path.c_str(), abs.c_str()) == 0) return {};
-  if (errno != EXDEV) return MakeError("cannot move " + local_path + " to " + abs + ": " + ErrnoText());
-  std::string tmp = TempNameFor(abs);
-  std::error_code ec;
-  fs::copy_file(local_path, tmp, fs::copy_options::overwrite_existing, ec);
-  if (ec) {
-    unlink(tmp.c_str());
-    return MakeError("cannot copy " + local_path + " to " + tmp + ": " + ec.message());
-  }
-  if (rename(tmp.c_str(), abs.c_str()) != 0) {
-    std::string err = "cannot rename " + tmp + " to " + abs + ": " + ErrnoText();
-    unlink(tmp.c_str());
-    return MakeError(err);
-  }
-  return {};
+  return util::PutFileAtomic(local_path, Abs(path), /*consume=*/true);
 }
 
 Result<std::vector<std::string>> LocalStore::List(const std::string& path) {
@@ -218,6 +170,43 @@ Result<bool> LocalStore::IsLocked(const std::string& entry_dir) {
   }
   close(fd);
   return locked;
+}
+
+Result<bool> LocalStore::IsForeignLocked(const std::string& entry_dir) {
+  auto names = List(entry_dir);
+  if (!names) return names.error();
+  for (const auto& name : *names) {
+    if (name == kLockFile || name.size() <= 5 || name.compare(name.size() - 5, 5, ".lock") != 0) continue;
+    auto held = IsFileLockHeld(Abs(entry_dir + "/" + name));
+    if (!held) return held.error();
+    if (*held) return true;
+  }
+  return false;
+}
+
+Result<bool> IsFileLockHeld(const std::string& path) {
+  int mode = LOCK_EX;
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) {
+    mode = LOCK_SH;  // cannot open it for writing: a shared probe on a read-only descriptor
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  }
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    return MakeError("cannot open lock file " + path + " to probe it: " + ErrnoText());
+  }
+  bool held = false;
+  if (flock(fd, mode | LOCK_NB) == 0) {
+    flock(fd, LOCK_UN);
+  } else if (errno == EWOULDBLOCK) {
+    held = true;
+  } else {
+    std::string err = "cannot probe lock file " + path + " with flock: " + ErrnoText();
+    close(fd);
+    return MakeError(err);
+  }
+  close(fd);
+  return held;
 }
 
 }  // namespace npc::cache

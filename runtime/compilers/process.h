@@ -22,7 +22,11 @@ struct ProcessOptions {
   // its whole tree. false (the training command, ninja): the child stays in the
   // caller's process group with its terminal, so Ctrl-C reaches it, and the
   // caller ignores SIGINT and SIGQUIT while it waits (as system(3) does), so
-  // the child decides how to stop and the caller still reports what happened.
+  // the child decides how to stop and the caller still reports what happened
+  // (with InstallInterruptForwarding, SIGINT is handled as described there).
+  // Either way the child is stopped when the calling thread dies (Linux
+  // PR_SET_PDEATHSIG): SIGKILL for a group leader (a compiler), SIGTERM for a
+  // foreground child (ninja, which then stops its build edges).
   bool new_process_group = true;
 };
 
@@ -38,6 +42,26 @@ struct ProcessResult {
 // Errors: the program cannot be started (not found, not executable, exec
 // failed, the working directory cannot be entered).
 Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+// ---- interruption (the command-line tools) ---------------------------------
+
+// After this call, SIGINT, SIGTERM and SIGHUP (those not ignored when it is
+// called, so `nohup` keeps working) received by the process are
+// recorded (InterruptSignal) and forwarded to every child RunProcess is
+// running: to the child's whole process group when it leads one
+// (new_process_group), and to a foreground child only when a process sent the
+// signal (kill(1), a job scheduler): Ctrl-C or a hangup from the terminal has
+// reached the foreground child already. RunProcess then waits for the child
+// as usual, and starts no new child once a signal has arrived (an error
+// naming the signal).
+// `defer` false: a signal that arrives while no child runs ends the process
+// at once (its default action). true: it is only recorded; the program checks
+// InterruptSignal() and stops by itself (npc compile-entry, which releases its
+// entry lock first and exits with 128 + the signal).
+void InstallInterruptForwarding(bool defer);
+// The first SIGINT/SIGTERM/SIGHUP recorded since InstallInterruptForwarding;
+// 0 when none (always 0 without it).
+int InterruptSignal();
 
 // Quotes `s` for /bin/sh (single quotes when needed).
 std::string ShellQuote(const std::string& s);

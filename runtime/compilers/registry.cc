@@ -3,6 +3,7 @@
 
 #include "compilers/host_compiler.h"
 #include "compilers/neuronx_cc.h"
+#include "compilers/pjrt_compiler.h"
 
 namespace npc {
 
@@ -24,7 +25,8 @@ Result<std::unique_ptr<Compiler>> MakeCompiler(const CompilerOptions& options) {
   if (options.backend == "neuronx-cc" || options.backend == "neuron") {
     return std::unique_ptr<Compiler>(new NeuronxCcCompiler(options));
   }
-  return MakeError("unknown compiler backend '" + options.backend + "' (known: host, neuronx-cc)");
+  if (options.backend == "pjrt") return MakePjrtCompiler(options);
+  return MakeError("unknown compiler backend '" + options.backend + "' (known: host, neuronx-cc, pjrt)");
 }
 
 }  // namespace npc

@@ -89,10 +89,45 @@ bool IsIdentChar(char c) {
 // "p0.1" -> "p0": XLA's program shapes name parameters without the id suffix.
 std::string StripIdSuffix(const std::string& name) { return name.substr(0, name.find('.')); }
 
-int64_t ElementCountOf(const xla::ShapeProto& shape) {
+// The element count of an array shape; nullopt when a dimension is negative
+// or the product overflows 64 bits.
+std::optional<int64_t> ElementCountOf(const xla::ShapeProto& shape) {
   int64_t n = 1;
-  for (int64_t d : shape.dimensions()) n *= d;
+  for (int64_t d : shape.dimensions()) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
   return n;
+}
+
+// Caps on untrusted text (see text_reader.h): nesting of tuple shapes,
+// constant braces and tuple shardings, and the length of an expanded iota
+// device list.
+constexpr int kMaxNesting = kMaxHloTextNesting;
+constexpr int64_t kMaxIotaDevices = kMaxHloIotaDevices;
+
+// Well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF):
+// what a protobuf string field must hold to be written and read back.
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    const int n = (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;  // continuation bytes
+    if (n < 0 || i + static_cast<size_t>(n) >= s.size()) return false;
+    uint32_t cp = c & (0x3f >> n);
+    for (int k = 1; k <= n; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += static_cast<size_t>(n) + 1;
+  }
+  return true;
 }
 
 // --- Float encodings ---------------------------------------------------------
@@ -255,6 +290,24 @@ class Parser {
     return Fail(pos_, "expected " + what + ", found " + Describe(pos_));
   }
 
+  // One level of nesting (tuple shape, constant braces, tuple sharding) for
+  // the lifetime of the guard; Enter() fails past kMaxNesting levels, so deep
+  // input is an error instead of a stack overflow.
+  class Nesting {
+   public:
+    explicit Nesting(Parser* parser) : p_(parser) { ++p_->depth_; }
+    ~Nesting() { --p_->depth_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+    bool Enter(const char* what) {
+      if (p_->depth_ <= kMaxNesting) return true;
+      return p_->Fail(p_->pos_, std::string(what) + " nested deeper than " + std::to_string(kMaxNesting) + " levels");
+    }
+
+   private:
+    Parser* p_;
+  };
+
   // --- Lexing ---------------------------------------------------------------
 
   bool AtEnd() const { return pos_ >= text_.size(); }
@@ -391,7 +444,10 @@ class Parser {
     while (true) {
       if (AtEnd()) return Fail(start, "unterminated string");
       char c = text_[pos_++];
-      if (c == '"') return true;
+      if (c == '"') {
+        // XLA's schema stores these in protobuf string fields, which must be UTF-8.
+        return IsValidUtf8(*out) || Fail(start, "string is not valid UTF-8");
+      }
       if (c != '\\') {
         out->push_back(c);
         continue;
@@ -483,6 +539,8 @@ class Parser {
   }
 
   bool ParseShape(xla::ShapeProto* shape) {
+    Nesting nesting(this);
+    if (!nesting.Enter("tuple shapes")) return false;
     SkipSpace();
     if (AtEnd()) return FailExpected("a shape");
     if (Peek() == '(') {
@@ -973,6 +1031,8 @@ class Parser {
 
   // '{' elements or nested '{...}' '}', flattened in row-major order.
   bool ParseNestedElements(xla::PrimitiveType type, xla::LiteralProto* lit, int64_t* count) {
+    Nesting nesting(this);
+    if (!nesting.Enter("constant braces")) return false;
     if (!Expect('{')) return false;
     if (TryConsume('}')) return true;
     do {
@@ -1005,6 +1065,8 @@ class Parser {
 
   // A literal of `shape` (the constant's own shape) into `lit`.
   bool ParseLiteral(const xla::ShapeProto& shape, xla::LiteralProto* lit, bool* elided) {
+    Nesting nesting(this);
+    if (!nesting.Enter("tuple constants")) return false;
     *lit->mutable_shape() = shape;
     SkipSpace();
     // Older XLA printed the shape again inside: constant(f32[2] {1, 2}).
@@ -1029,12 +1091,13 @@ class Parser {
     if (!IsArrayType(shape.element_type())) return Fail(pos_, "constants of type " + TypeName(shape.element_type()) + " are not supported");
     size_t start = pos_;
     if (shape.dimensions_size() == 0) return ParseLiteralElement(shape.element_type(), lit);
+    std::optional<int64_t> want = ElementCountOf(shape);
+    if (!want) return Fail(start, "the constant's shape has more elements than a 64-bit count holds");
     int64_t count = 0;
     if (!ParseNestedElements(shape.element_type(), lit, &count)) return false;
-    int64_t want = ElementCountOf(shape);
-    if (count != want) {
+    if (count != *want) {
       return Fail(start, "constant has " + std::to_string(count) + " values, its shape has " +
-                             std::to_string(want) + " elements");
+                             std::to_string(*want) + " elements");
     }
     return true;
   }
@@ -1258,7 +1321,12 @@ class Parser {
       if (perm.size() != dims.size()) return Fail(pos_ - 1, "iota transpose does not match its dimensions");
     }
     int64_t total = 1;
-    for (int64_t d : dims) total *= d;
+    for (int64_t d : dims) {
+      if (d < 0) return Fail(pos_ - 1, "negative dimension in an iota device list");
+      if (__builtin_mul_overflow(total, d, &total) || total > kMaxIotaDevices) {
+        return Fail(pos_ - 1, "iota device list longer than " + std::to_string(kMaxIotaDevices) + " devices");
+      }
+    }
     // Element i of the transposed array: its multi-index in the transposed
     // shape, mapped back to the source (row-major iota) index.
     std::vector<int64_t> tdims(dims.size()), src_stride(dims.size());
@@ -1285,6 +1353,8 @@ class Parser {
   }
 
   bool ParseSharding(xla::OpSharding* sharding) {
+    Nesting nesting(this);
+    if (!nesting.Enter("tuple shardings")) return false;
     if (!Expect('{')) return false;
     SkipSpace();
     if (Peek() == '}') {  // {}: the sharding of an empty tuple
@@ -1417,7 +1487,10 @@ class Parser {
       pos_ += 2;
       std::vector<int64_t> ids;
       if (!ParseIotaList(&ids)) return false;
-      if (shape.size() != 2 || shape[0] * shape[1] != static_cast<int64_t>(ids.size())) {
+      int64_t groups_times_size = 0;
+      if (shape.size() != 2 || shape[0] < 0 || shape[1] < 0 ||
+          __builtin_mul_overflow(shape[0], shape[1], &groups_times_size) ||
+          groups_times_size != static_cast<int64_t>(ids.size())) {
         return Fail(pos_, "iota replica groups do not match their device count");
       }
       for (int64_t g = 0; g < shape[0]; ++g) {
@@ -1489,8 +1562,10 @@ class Parser {
       if (Peek() == '"') {
         if (!ParseString(&value)) return false;
       } else {
+        const size_t value_pos = pos_;
         std::string_view raw;
         if (!SkipValue(&raw)) return false;
+        if (!IsValidUtf8(raw)) return Fail(value_pos, "attribute value is not valid UTF-8");
         value = std::string(raw);
       }
       (*attrs->mutable_map())[key] = value;
@@ -1984,8 +2059,10 @@ class Parser {
   static bool ShardingAttr(Parser& p, AttrContext& c) { return p.ParseSharding(c.pi->proto.mutable_sharding()); }
   static bool BackendConfigAttr(Parser& p, AttrContext& c) {
     if (p.Peek() == '"') return p.ReadString([&](std::string s) { c.pi->proto.set_backend_config(s); });
+    const size_t value_pos = p.pos_;
     std::string_view raw;
     if (!p.SkipValue(&raw)) return false;
+    if (!IsValidUtf8(raw)) return p.Fail(value_pos, "backend_config is not valid UTF-8");
     c.pi->proto.set_backend_config(std::string(raw));
     return true;
   }
@@ -2712,6 +2789,7 @@ class Parser {
   std::string error_message_;
 
   int64_t next_id_ = 1;
+  int depth_ = 0;  // current nesting, see Nesting
   std::vector<PendingComputation> computations_;
   std::optional<xla::ProgramShapeProto> entry_layout_;
   size_t entry_layout_pos_ = 0;

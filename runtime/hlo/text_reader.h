@@ -96,6 +96,12 @@
 //    key sees it. Any other header attribute is an error; a computation's
 //    only attribute is execution_thread.
 //
+// Untrusted input: tuple shapes, constant braces, tuple constants and tuple
+// shardings nested deeper than kMaxHloTextNesting levels, and iota device
+// lists (`<=[dims]`) of more than kMaxHloIotaDevices devices, are errors (never
+// a stack overflow or an allocation failure); element counts are checked
+// 64-bit products.
+//
 // Errors: "<source_name>:<line>:<column>: <message>", line and column
 // 1-based, column in bytes; e.g. an unknown opcode, unexpected end of input,
 // a malformed shape, an operand that is not defined in its computation, a
@@ -117,6 +123,13 @@ inline constexpr char kElidedConstantAttribute[] = "npc_elided_constant";
 // Prefix of the module frontend attributes that record module-header
 // attributes XLA keeps outside HloModuleProto (see above).
 inline constexpr char kModuleConfigAttributePrefix[] = "npc_module_config.";
+
+// Nesting limit of the text reader (tuple shapes, constant braces, tuple
+// constants, tuple shardings).
+inline constexpr int kMaxHloTextNesting = 64;
+// Longest iota device list (sharding tile assignment or replica groups) the
+// text reader expands.
+inline constexpr int64_t kMaxHloIotaDevices = int64_t{1} << 20;
 
 // Parses HLO text. Errors: "<source_name>:<line>:<column>: <message>".
 Result<xla::HloModuleProto> ParseHloText(std::string_view text, const std::string& source_name);

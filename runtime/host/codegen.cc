@@ -1340,8 +1340,11 @@ Status FunctionEmitter::EmitSlice(Writer& w, const Inst& inst) {
   for (size_t d = 0; d < rank; ++d) {
     const auto& sd = inst.slice_dimensions(d);
     int64_t stride = sd.stride() == 0 ? 1 : sd.stride();
+    // A stride past the dimension's size takes one element, as the size does
+    // (and keeps stride * stride of the operand within 64 bits).
+    if (stride > a->dims[d]) stride = std::max<int64_t>(a->dims[d], 1);
     if (sd.start() < 0 || sd.limit() > a->dims[d] || sd.start() > sd.limit() || stride < 0 ||
-        (sd.limit() - sd.start() + stride - 1) / stride != dims[d]) {
+        (sd.limit() == sd.start() ? 0 : (sd.limit() - sd.start() - 1) / stride + 1) != dims[d]) {
       return Fail(inst, "slice dimension " + std::to_string(d) + " [" + std::to_string(sd.start()) + ":" +
                             std::to_string(sd.limit()) + ":" + std::to_string(stride) + "] does not fit operand " +
                             ArrayText(a->type, a->dims) + " and result " + hlo::ShapeToString(inst.shape()));
@@ -2294,6 +2297,10 @@ Status FunctionEmitter::EmitGather(Writer& w, const Inst& inst) {
   for (int64_t k = 0; k < index_count; ++k) {
     start_dim[k] = g.start_index_map(k);
     if (start_dim[k] < 0 || start_dim[k] >= ar) return Fail(inst, "start_index_map out of range");
+    // Two starts on one dimension would add up past the clamped range.
+    if (std::find(start_dim.begin(), start_dim.begin() + k, start_dim[k]) != start_dim.begin() + k) {
+      return Fail(inst, "start_index_map names a dimension twice");
+    }
   }
   // Result dimensions: batch (not in offset_dims) <-> indices positions; offset <-> uncollapsed operand dims.
   std::vector<int64_t> batch_out, offset_out(g.offset_dims().begin(), g.offset_dims().end());
@@ -2404,6 +2411,9 @@ Status FunctionEmitter::EmitScatter(Writer& w, const Inst& inst) {
   for (int64_t k = 0; k < index_count; ++k) {
     const int64_t d = sd.scatter_dims_to_operand_dims(k);
     if (d < 0 || d >= ar) return Fail(inst, "scatter_dims_to_operand_dims out of range");
+    for (int64_t j = 0; j < k; ++j) {
+      if (sd.scatter_dims_to_operand_dims(j) == d) return Fail(inst, "scatter_dims_to_operand_dims names a dimension twice");
+    }
     const std::string s = "s" + std::to_string(k);
     const int64_t at = ivd == ir ? 0 : k * is[ivd];
     starts.push_back("const s64 " + s + " = static_cast<s64>(" + idx->name + "[" + Linear(iterms, at) + "]);");
@@ -2441,8 +2451,40 @@ Status FunctionEmitter::EmitScatter(Writer& w, const Inst& inst) {
 
 }  // namespace
 
+namespace {
+
+bool HasUnboundedDimension(const xla::ShapeProto& shape) {
+  for (const auto& element : shape.tuple_shapes()) {
+    if (HasUnboundedDimension(element)) return true;
+  }
+  for (int64_t d : shape.dimensions()) {
+    if (d < 0) return true;
+  }
+  return false;
+}
+
+// ValidateModule, then: unbounded dynamic dimensions (XLA's '?') have no size
+// to lower.
+Status CheckLowerable(const xla::HloModuleProto& module) {
+  if (auto st = hlo::ValidateModule(module, "host backend: module " + module.name()); !st) return st;
+  for (const auto& c : module.computations()) {
+    for (const auto& inst : c.instructions()) {
+      if (HasUnboundedDimension(inst.shape())) {
+        return MakeError("host backend: instruction '" + inst.name() + "' in computation '" + c.name() +
+                         "' has an unbounded dynamic dimension, which is not supported");
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<std::string> GenerateCpp(const xla::HloModuleProto& module) {
   if (module.computations_size() == 0) return MakeError("host backend: module " + module.name() + " has no computations");
+  // The emitters index shapes and buffers by the module's dimension numbers:
+  // only a module that passes validation is lowered.
+  if (auto st = CheckLowerable(module); !st) return st.error();
   ModuleCodegen codegen(module);
   return codegen.Generate();
 }
@@ -2451,6 +2493,10 @@ std::map<std::string, std::string> UnsupportedOpcodes(const xla::HloModuleProto&
   std::map<std::string, std::string> failures;
   if (module.computations_size() == 0) {
     failures.emplace("", "host backend: module " + module.name() + " has no computations");
+    return failures;
+  }
+  if (auto st = CheckLowerable(module); !st) {
+    failures.emplace("", st.error().message);
     return failures;
   }
   ModuleCodegen codegen(module);

@@ -145,7 +145,7 @@ namespace npc::host {
 
 // Version of the generated code; part of the host compiler's identity in the
 // cache. Bump when GenerateCpp's output for some module changes.
-inline constexpr int kCodegenVersion = 3;
+inline constexpr int kCodegenVersion = 4;
 
 // Version of the artifact ABI below; npc_host_abi_version() returns it.
 inline constexpr int kAbiVersion = 1;

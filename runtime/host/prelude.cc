@@ -219,12 +219,16 @@ inline f16 npc_to_f16(f32 f) {
 inline s32 npc_total_key(f32 x) { s32 i = npc_bitcast<s32>(x); return i < 0 ? (i ^ 0x7fffffff) : i; }
 inline s64 npc_total_key(f64 x) { s64 i = npc_bitcast<s64>(x); return i < 0 ? (i ^ 0x7fffffffffffffffLL) : i; }
 // A start index of dynamic-slice / dynamic-update-slice, clamped to [0, limit].
+// A start index clamped to [0, limit] (limit >= 0). Unsigned indices are
+// compared as 64-bit unsigned values, never against a limit truncated to
+// their own width (a u8 index 50 with limit 300 stays 50).
 template <class T> inline s64 npc_start_index(T x, s64 limit) {
-  s64 v = static_cast<s64>(x);
   if constexpr (std::is_unsigned_v<T>) {
-    if (x > static_cast<T>(limit)) v = limit;
+    return static_cast<unsigned long long>(x) > static_cast<unsigned long long>(limit) ? limit : static_cast<s64>(x);
+  } else {
+    const s64 v = static_cast<s64>(x);
+    return v < 0 ? 0 : v > limit ? limit : v;
   }
-  return v < 0 ? 0 : v > limit ? limit : v;
 }
 // Large blocks freed during one npc_host_run, kept (at most four) for the
 // next buffer of the same size: fresh memory costs a page fault per page. The

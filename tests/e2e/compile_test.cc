@@ -283,6 +283,52 @@ TEST_F(CompileTest, NeuronxCcBackendWithFakeCompiler) {
       << ninja_file;
 }
 
+// A stray directory named like an entry but malformed (a line break in it) is
+// skipped with a warning naming it; the other entries compile. A cache path
+// that build.ninja cannot hold ('|') is refused with an error naming it.
+TEST_F(CompileTest, MalformedEntryNameSkippedAndInexpressiblePathRefused) {
+  const std::string good = testing::PutTestEntry(cache_, dir_, testing::SmallTestModule(8));
+  const std::string stray = cache_ + "/" + dir_ + "/MODULE_1\n2+abc";
+  ASSERT_TRUE(testing::WriteFile(stray + "/model.hlo_module.pb", "x"));
+  auto run = Tool({"compile", "--cache", cache_});
+  EXPECT_EQ(run.exit_status, 0) << run.output;
+  EXPECT_NE(run.output.find("ignoring " + cache_ + "/" + dir_ + "/MODULE_1\\n2+abc"), std::string::npos) << run.output;
+  EXPECT_EQ(State(good), EntryState::kDone);
+  EXPECT_TRUE(FileExists(stray + "/model.hlo_module.pb")) << "left alone";
+
+  const std::string piped = tmp_.Sub("a|b");
+  testing::PutTestEntry(piped, dir_, testing::SmallTestModule(8));
+  auto refused = Tool({"compile", "--cache", piped});
+  EXPECT_EQ(refused.exit_status, 1) << refused.output;
+  EXPECT_NE(refused.output.find("\"" + piped + "/" + dir_), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("'|'"), std::string::npos) << refused.output;
+}
+
+// `npc import --flags '<flags>'`: the imported entries get exactly those
+// compiler flags (compile_flags.json and its hash in the entry name), in
+// place of NEURON_CC_FLAGS'; cache options in --flags are refused.
+TEST_F(CompileTest, ImportWithFlags) {
+  const std::string hlo = tmp_.Sub("step.pb");
+  ASSERT_TRUE(testing::WriteFile(hlo, testing::SmallTestModule(8).SerializeAsString()));
+  auto imported = Tool({"import", "--cache", cache_, "--flags=--target=trn2 -O1", hlo},
+                       {{"NEURON_CC_FLAGS", "--model-type=transformer"}});
+  ASSERT_EQ(imported.exit_status, 0) << imported.output;
+  const std::string json = R"(["--target=trn2", "-O1"])";
+  const std::string entry_dir = dir_ + "/MODULE_" + hlo::CanonicalGraphKey(testing::SmallTestModule(8)) + "+" +
+                                cache::FlagsHash(json);
+  EXPECT_EQ(ReadFile(cache_ + "/" + entry_dir + "/compile_flags.json"), json) << imported.output;
+
+  auto from_env = Tool({"import", "--cache", cache_, hlo}, {{"NEURON_CC_FLAGS", "--cache_dir=/elsewhere -O2"}});
+  ASSERT_EQ(from_env.exit_status, 0) << from_env.output;
+  const std::string env_dir = dir_ + "/MODULE_" + hlo::CanonicalGraphKey(testing::SmallTestModule(8)) + "+" +
+                              cache::FlagsHash(R"(["-O2"])");
+  EXPECT_EQ(ReadFile(cache_ + "/" + env_dir + "/compile_flags.json"), R"(["-O2"])") << from_env.output;
+
+  auto bad = Tool({"import", "--cache", cache_, "--flags=--cache_dir=/x -O1", hlo});
+  EXPECT_EQ(bad.exit_status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--cache_dir is an option of the cache"), std::string::npos) << bad.output;
+}
+
 // 256 failures must not wrap the exit status to 0.
 TEST_F(CompileTest, ExitStatusIsCappedAt255) {
   for (int i = 0; i < 256; ++i) {

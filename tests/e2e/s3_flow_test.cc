@@ -305,6 +305,57 @@ TEST_F(S3FlowTest, RuntimeCompilesMissesIntoTheBucket) {
   EXPECT_EQ(Number(second.output, "npc cache: hits=(\\d+)"), misses) << second.output;
 }
 
+// Damaged artifacts are never loaded: a read-through copy whose bytes differ
+// from model.done's record is fetched again (still a hit); an object in the
+// bucket that differs (cut to half) is compiled again and replaced.
+TEST_F(S3FlowTest, DamagedArtifactsAreFetchedOrCompiledAgain) {
+  StartServer(/*auth=*/true);
+  const Env env = ProgramEnv({{"NEURON_COMPILE_CACHE_URL", Url()}});
+  auto first = RunCommand({NPC_MLP_TRAIN, "--steps", "5"}, env);
+  ASSERT_EQ(first.exit_status, 0) << first.output;
+  const double graphs = Number(first.output, "compiles=(\\d+)");
+  auto copies = FilesEndingWith(local_ + "/" + compiler_dir_, "model.so");
+  ASSERT_EQ(static_cast<double>(copies.size()), graphs);
+
+  // 64 bytes flipped in every local copy (same size, so only the digest tells).
+  for (const auto& path : copies) {
+    std::string bytes = ReadFile(path);
+    for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 64 && i < bytes.size(); ++i) bytes[i] = static_cast<char>(~bytes[i]);
+    WriteFile(path, bytes);
+  }
+  auto second = RunCommand({NPC_MLP_TRAIN, "--steps", "5"}, env);
+  ASSERT_EQ(second.exit_status, 0) << second.output;
+  EXPECT_EQ(Number(second.output, "npc cache: hits=(\\d+)"), graphs) << second.output;
+  EXPECT_EQ(Number(second.output, "compiles=(\\d+)"), 0) << second.output;
+  S3Store store(Config());
+  for (const auto& path : copies) {  // fetched again: the bucket's bytes
+    auto object = store.Read(path.substr(local_.size() + 1));
+    ASSERT_TRUE(object.ok()) << object.error().message;
+    EXPECT_TRUE(ReadFile(path) == *object) << path << " was not fetched again";
+  }
+
+  // Every object in the bucket cut to half its size.
+  for (const auto& [entry, state] : States()) {
+    auto bytes = store.Read(entry + "/model.so");
+    ASSERT_TRUE(bytes.ok()) << bytes.error().message;
+    ASSERT_TRUE(store.WriteAtomic(entry + "/model.so", bytes->substr(0, bytes->size() / 2)).ok());
+  }
+  for (const auto& [entry, state] : States()) EXPECT_EQ(state, EntryState::kDamaged) << entry;
+  auto third = RunCommand({NPC_MLP_TRAIN, "--steps", "5"}, env);
+  ASSERT_EQ(third.exit_status, 0) << third.output;
+  EXPECT_EQ(Number(third.output, "compiles=(\\d+)"), graphs) << third.output;
+  EXPECT_NE(third.output.find("Damaged artifact in " + Url() + "/"), std::string::npos) << third.output;
+  for (const auto& [entry, state] : States()) {
+    EXPECT_EQ(state, EntryState::kDone) << entry;
+    auto ref = cache::ParseEntryDirName(compiler_dir_, entry.substr(entry.rfind('/') + 1));
+    ASSERT_TRUE(ref.has_value());
+    auto damage = cache::CheckEntryArtifact(store, *ref, "model.so", cache::ArtifactCheck::kDigest);
+    ASSERT_TRUE(damage.ok()) << damage.error().message;
+    EXPECT_FALSE(damage->has_value()) << **damage;
+  }
+  ExpectNoDoneWithoutArtifact();
+}
+
 // import, generate + ninja by hand, scan, manifest, compile --manifest,
 // verify, clear-locks and clean on a bucket.
 TEST_F(S3FlowTest, CliVerbsWorkOnABucket) {

@@ -64,7 +64,7 @@ xla::HloModuleProto SmallTestModule(int64_t n, float scale = 2.0f);
 // A valid module with an op the host backend does not implement ("cholesky").
 xla::HloModuleProto UnsupportedOpModule();
 
-// The host backend's compiler directory name (e.g. "host-gcc-12.2.0-cg1") for
+// The host backend's compiler directory name (e.g. "host-gcc-12.2.0-x86_64-linux-gnu-cg3") for
 // the C++ compiler `program` (empty: NPC_COMPILER / CXX / the default, as the
 // runtime picks). Empty string and a gtest failure on error.
 std::string HostCompilerDir(const std::string& program = "");

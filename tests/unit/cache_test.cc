@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "npc/cache.h"
+#include "util/digest.h"
 #include "support/test_support.h"
 
 namespace npc::cache {
@@ -88,6 +89,12 @@ TEST(EntryRef, DirectoryNamesRoundTrip) {
   EXPECT_FALSE(ParseEntryDirName("c", "MODULE_nohash").has_value());
   EXPECT_FALSE(ParseEntryDirName("c", "notes.txt").has_value());
   EXPECT_FALSE(ParseEntryDirName("c", "MODULE_+abc").has_value());
+  // Names no tool makes and build.ninja cannot hold are not entries.
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_1\n2+abc").has_value());
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_1|2+abc").has_value());
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_1 2+abc").has_value());
+  EXPECT_FALSE(ParseEntryDirName("c", "MODULE_12+ab$c").has_value());
+  EXPECT_TRUE(ParseEntryDirName("c", "MODULE_Sync_1.x-2+d41d8cd9").has_value());
 }
 
 TEST(LocalStore, WritesAtomicallyAndLists) {
@@ -240,6 +247,80 @@ TEST_F(EntryStateTest, PutEntryInputsKeepsExistingFiles) {
   auto hlo = FindHloFile(store, entry);
   ASSERT_TRUE(hlo.ok());
   EXPECT_EQ(hlo->value_or(""), "model.hlo_module.pb");
+}
+
+// A local store that records the order of its atomic writes.
+class RecordingStore : public LocalStore {
+ public:
+  using LocalStore::LocalStore;
+  Status WriteAtomic(const std::string& path, std::string_view data) override {
+    written.push_back(path.substr(path.rfind('/') + 1));
+    return LocalStore::WriteAtomic(path, data);
+  }
+  std::vector<std::string> written;
+};
+
+TEST_F(EntryStateTest, FlagsAreWrittenBeforeTheHlo) {
+  // A scan between the two writes must never see an HLO without its flags.
+  RecordingStore recording(dir.path());
+  ASSERT_TRUE(PutEntryInputs(recording, entry, "HLO", "[]").ok());
+  EXPECT_EQ(recording.written, (std::vector<std::string>{"compile_flags.json", "model.hlo_module.pb"}));
+}
+
+TEST(DoneFile, RecordRoundTripsAndEmptyMeansNothingToCheck) {
+  ArtifactRecord record{"model.so", 1234, std::string(64, 'a')};
+  std::string text = DoneFileText(record);
+  EXPECT_EQ(text, "{\"artifact\":\"model.so\",\"size\":1234,\"sha256\":\"" + std::string(64, 'a') + "\"}\n");
+  auto parsed = ParseDoneFile(text, "x/model.done");
+  ASSERT_TRUE(parsed.ok() && parsed->has_value()) << (parsed.ok() ? "" : parsed.error().message);
+  EXPECT_EQ((*parsed)->size, 1234);
+  EXPECT_EQ((*parsed)->sha256, std::string(64, 'a'));
+  EXPECT_EQ((*parsed)->artifact, "model.so");
+  for (const char* empty : {"", "\n", "  \n"}) {
+    auto none = ParseDoneFile(empty, "x/model.done");
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none->has_value());
+  }
+  for (const char* bad : {"garbage", "{\"size\":1}", "{\"size\":-1,\"sha256\":\"00\"}",
+                          "{\"size\":1,\"sha256\":\"XYZ\"}"}) {
+    auto r = ParseDoneFile(bad, "x/model.done");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("x/model.done"), std::string::npos) << r.error().message;
+  }
+}
+
+TEST_F(EntryStateTest, ArtifactNotMatchingModelDoneIsDamaged) {
+  const std::string bytes(1000, 'x');
+  Put("model.hlo_module.pb");
+  Put("model.so", bytes);
+  Put("model.done", DoneFileText({"model.so", 1000, npc::util::Sha256Hex(bytes)}));
+  EXPECT_EQ(State(), EntryState::kDone);
+  EXPECT_EQ(*GetEntryState(store, entry, "model.so", ArtifactCheck::kDigest), EntryState::kDone);
+
+  // Same size, one byte flipped: only the digest check sees it.
+  std::string flipped = bytes;
+  flipped[500] = 'y';
+  Put("model.so", flipped);
+  EXPECT_EQ(State(), EntryState::kDone);
+  EXPECT_EQ(*GetEntryState(store, entry, "model.so", ArtifactCheck::kDigest), EntryState::kDamaged);
+  auto why = CheckEntryArtifact(store, entry, "model.so", ArtifactCheck::kDigest);
+  ASSERT_TRUE(why.ok() && why->has_value());
+  EXPECT_NE((*why)->find("SHA-256 of model.so"), std::string::npos) << **why;
+
+  // Cut to half, emptied: the cheap size check sees it.
+  for (const std::string& cut : {bytes.substr(0, 500), std::string()}) {
+    Put("model.so", cut);
+    EXPECT_EQ(State(), EntryState::kDamaged);
+    why = CheckEntryArtifact(store, entry, "model.so", ArtifactCheck::kSize);
+    ASSERT_TRUE(why.ok() && why->has_value());
+    EXPECT_NE((*why)->find("model.so is " + std::to_string(cut.size()) + " bytes, model.done records 1000"),
+              std::string::npos) << **why;
+  }
+  // A model.done with damaged bytes is damage too; an empty one (libneuronxla's) is DONE, unchecked.
+  Put("model.done", "{\"size\":10");
+  EXPECT_EQ(State(), EntryState::kDamaged);
+  Put("model.done", "");
+  EXPECT_EQ(*GetEntryState(store, entry, "model.so", ArtifactCheck::kDigest), EntryState::kDone);
 }
 
 TEST(OpenStore, LocalPathsAndUnsupportedSchemes) {

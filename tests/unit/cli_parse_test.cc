@@ -117,6 +117,12 @@ TEST(NpcArgsTest, Verbs) {
   EXPECT_TRUE(edge.options.retry_failed_compilation);
 
   EXPECT_TRUE(Tool({"scan", "--json"}).options.json);
+  auto import = Tool({"import", "--flags=--target=trn2 -O1", "--", "a.hlo"});
+  ASSERT_FALSE(import.exit_now) << import.message;
+  EXPECT_EQ(import.options.import_flags, std::optional<std::string>("--target=trn2 -O1"));
+  EXPECT_EQ(import.options.command, (Args{"a.hlo"}));
+  EXPECT_FALSE(Tool({"import", "a.hlo"}).options.import_flags.has_value());
+  EXPECT_EQ(Tool({"import", "--flags", "", "a.hlo"}).options.import_flags, std::optional<std::string>(""));
   EXPECT_EQ(Tool({"clear-locks"}).options.verb, "clear-locks");
   EXPECT_EQ(Tool({"clean"}).options.verb, "clean");
 }
@@ -231,6 +237,9 @@ TEST(ResultRecordTest, RoundTrip) {
   EXPECT_EQ(back->peak_rss_bytes, 123456789);
   EXPECT_DOUBLE_EQ(back->end_time, r.end_time);
   EXPECT_EQ(ResultRecordPath("/b", r.entry), "/b/results/MODULE_5+d41d8cd9.json");
+  EXPECT_EQ(ResultRecordPath("/b", r.entry, "run1"), "/b/results/run1/MODULE_5+d41d8cd9.json");
+  EXPECT_NE(NewRunId(), NewRunId());
+  EXPECT_EQ(NewRunId().find('/'), std::string::npos);
   EXPECT_FALSE(RecordFromJson("[1,2]", "x").ok());
   EXPECT_FALSE(RecordFromJson("{", "x").ok());
 }

@@ -1,6 +1,10 @@
 // Unit tests of CompileEntry (runtime/api/compile_entry.cc) with a fake
 // compiler: commit order, failure logs, retries, cached failures, locks; and
 // with a fake remote store: artifacts kept when an upload fails.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +15,7 @@
 
 #include "npc/compiler.h"
 #include "support/test_support.h"
+#include "util/digest.h"
 
 namespace npc {
 namespace {
@@ -76,6 +81,42 @@ TEST_F(CompileEntryTest, CompilesThenCommitsArtifactBeforeDone) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->status, Outcome::kAlreadyDone);
   EXPECT_EQ(compiler.calls, 1);
+}
+
+TEST_F(CompileEntryTest, ModelDoneRecordsTheArtifactsSizeAndDigest) {
+  FakeCompiler compiler;
+  ASSERT_TRUE(CompileEntry(store, compiler, entry, {}).ok());
+  auto record = cache::ReadDoneFile(store, entry);
+  ASSERT_TRUE(record.ok() && record->has_value()) << (record.ok() ? "empty model.done" : record.error().message);
+  EXPECT_EQ((*record)->artifact, "model.bin");
+  EXPECT_EQ((*record)->size, 8);
+  EXPECT_EQ((*record)->sha256, util::Sha256Hex("ARTIFACT"));
+}
+
+TEST_F(CompileEntryTest, DamagedArtifactIsCompiledAgain) {
+  FakeCompiler compiler;
+  ASSERT_TRUE(CompileEntry(store, compiler, entry, {}).ok());
+  // Same size, other bytes: only the digest tells.
+  ASSERT_TRUE(npc::testing::WriteFile(*store.LocalPath(entry.file("model.bin")), "ARTIFACX"));
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kDone);
+  auto r = CompileEntry(store, compiler, entry, {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, Outcome::kCompiled);
+  EXPECT_NE(r->damage.find("SHA-256 of model.bin"), std::string::npos) << r->damage;
+  EXPECT_EQ(compiler.calls, 2);
+  EXPECT_EQ(*store.Read(entry.file("model.bin")), "ARTIFACT");
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin", cache::ArtifactCheck::kDigest), cache::EntryState::kDone);
+
+  // Emptied and failing to compile again: no damaged artifact stays, the failure is cached.
+  ASSERT_TRUE(npc::testing::WriteFile(*store.LocalPath(entry.file("model.bin")), ""));
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kDamaged);
+  FakeCompiler failing(1);
+  r = CompileEntry(store, failing, entry, {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, Outcome::kFailed);
+  EXPECT_FALSE(*store.Exists(entry.file("model.bin")));
+  EXPECT_FALSE(*store.Exists(entry.file("model.done")));
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kFailed);
 }
 
 TEST_F(CompileEntryTest, FailureWritesLogWithCommandStatusAndOutput) {
@@ -147,6 +188,62 @@ TEST_F(CompileEntryTest, LockedEntryIsReportedOrWaitedFor) {
   ASSERT_TRUE(waited.ok());
   EXPECT_EQ(waited->status, Outcome::kCompiled);
   EXPECT_EQ(compiler.calls, 1);
+}
+
+// A waiter that gets the lock after the holder's compile FAILED reports the
+// cached failure: it does not compile again.
+TEST_F(CompileEntryTest, WaiterFindingAFailureReportsItWithoutCompiling) {
+  FakeCompiler compiler;
+  auto held = store.TryLock(entry.dir());
+  ASSERT_TRUE(held.ok() && *held);
+  std::thread holder([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ASSERT_TRUE(store.WriteAtomic(entry.file("model.log"), "error: from the other process\n").ok());
+    held->reset();
+  });
+  EntryCompileOptions wait;
+  wait.wait_for_lock = true;
+  auto r = CompileEntry(store, compiler, entry, wait);
+  holder.join();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, Outcome::kCachedFailure);
+  EXPECT_EQ(r->log, "error: from the other process\n");
+  EXPECT_EQ(compiler.calls, 0);
+}
+
+// Another tool's held lock file (libneuronxla's model.hlo_module.pb.lock):
+// LOCKED; reported or waited for, never compiled over.
+TEST_F(CompileEntryTest, ForeignLockIsWaitedForNeverCompiledOver) {
+  FakeCompiler compiler;
+  const std::string foreign = dir.path() + "/" + entry.file("model.hlo_module.pb.lock");
+  int fd = open(foreign.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX | LOCK_NB), 0);  // another open file: conflicts like another process
+  EXPECT_EQ(*cache::GetEntryState(store, entry, "model.bin"), cache::EntryState::kLocked);
+  auto held = cache::IsFileLockHeld(foreign);
+  ASSERT_TRUE(held.ok());
+  EXPECT_TRUE(*held);
+  auto r = CompileEntry(store, compiler, entry, {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, Outcome::kLocked);
+  EXPECT_EQ(compiler.calls, 0);
+  EXPECT_FALSE(*store.Exists(entry.file("model.lock"))) << "npc's own lock is let go";
+
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    close(fd);  // the lock file stays, unheld (as filelock leaves it)
+  });
+  EntryCompileOptions wait;
+  wait.wait_for_lock = true;
+  auto waited = CompileEntry(store, compiler, entry, wait);
+  releaser.join();
+  ASSERT_TRUE(waited.ok());
+  EXPECT_EQ(waited->status, Outcome::kCompiled);
+  EXPECT_EQ(compiler.calls, 1);
+  held = cache::IsFileLockHeld(foreign);
+  ASSERT_TRUE(held.ok());
+  EXPECT_FALSE(*held);
+  EXPECT_FALSE(*cache::IsFileLockHeld(foreign + ".absent"));
 }
 
 TEST_F(CompileEntryTest, LeftoversOfAKilledCompileAreCleanedAndIgnored) {

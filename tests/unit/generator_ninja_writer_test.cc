@@ -26,6 +26,15 @@ TEST(NinjaEscapeTest, Paths) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("line break"), std::string::npos) << bad.error().message;
   EXPECT_FALSE(NinjaEscapePath(std::string("a\0b", 3)).ok());
+  // '|' separates implicit inputs; Ninja has no escape for it in a path.
+  auto pipe = NinjaEscapePath("/tmp/a|b/cache");
+  ASSERT_FALSE(pipe.ok());
+  EXPECT_NE(pipe.error().message.find("\"/tmp/a|b/cache\""), std::string::npos) << pipe.error().message;
+  EXPECT_NE(pipe.error().message.find("'|'"), std::string::npos) << pipe.error().message;
+  auto newline = NinjaEscapePath("/tmp/a\nb");
+  ASSERT_FALSE(newline.ok());
+  EXPECT_NE(newline.error().message.find("\"/tmp/a\\nb\""), std::string::npos) << newline.error().message;
+  EXPECT_TRUE(NinjaEscapeValue("echo 'a|b'").ok());  // a command may hold it (shell-quoted)
 }
 
 TEST(NinjaEscapeTest, Values) {
@@ -76,6 +85,16 @@ TEST(NinjaWriterTest, ShapeOfTheFile) {
   EXPECT_LT(b, c);
   // No timestamps, no pid: rendering is a pure function of the spec.
   EXPECT_EQ(*RenderNinjaFile(SampleSpec()), t);
+}
+
+TEST(NinjaWriterTest, DamagedEntryEdgeAlwaysRuns) {
+  NinjaFileSpec spec = SampleSpec();
+  EXPECT_EQ(RenderNinjaFile(spec)->find("npc_always_run"), std::string::npos);
+  spec.edges[1].always_run = true;
+  auto text = RenderNinjaFile(spec);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_NE(text->find("/cache/d/MODULE_10+d41d8cd9/compile_flags.json | npc_always_run\n"), std::string::npos) << *text;
+  EXPECT_NE(text->find("\nbuild npc_always_run: phony\n"), std::string::npos) << *text;
 }
 
 TEST(NinjaWriterTest, PoolDepthAtLeastOne) {

@@ -39,6 +39,28 @@ class PlanTest : public ::testing::Test {
   TempDir tmp_;
 };
 
+TEST_F(PlanTest, DamagedEntriesAreCompiledAgain) {
+  // Cut to half the size model.done records: the cheap (size) scan sees it.
+  Put("MODULE_1+aaaaaaaa", "model.hlo_module.pb", "x");
+  Put("MODULE_1+aaaaaaaa", "model.so", "ELF");
+  Put("MODULE_1+aaaaaaaa", "model.done", cache::DoneFileText({"model.so", 6, std::string(64, '0')}));
+  // Same size, other bytes: only a digest scan sees it.
+  Put("MODULE_2+aaaaaaaa", "model.hlo_module.pb", "x");
+  Put("MODULE_2+aaaaaaaa", "model.so", "ELF");
+  Put("MODULE_2+aaaaaaaa", "model.done", cache::DoneFileText({"model.so", 3, std::string(64, '0')}));
+  auto scan = Scan();
+  ASSERT_EQ(scan.size(), 2u);
+  EXPECT_EQ(Find(scan, "1")->state, EntryState::kDamaged);
+  EXPECT_EQ(Find(scan, "2")->state, EntryState::kDone);
+  cache::LocalStore store(tmp_.path());
+  auto digest_scan = ScanCompilerDir(store, kDir, "model.so", cache::ArtifactCheck::kDigest);
+  ASSERT_TRUE(digest_scan.ok());
+  EXPECT_EQ(Find(*digest_scan, "2")->state, EntryState::kDamaged);
+  BuildPlan plan = MakeBuildPlan(*digest_scan, PlanOptions{});
+  EXPECT_EQ(plan.to_compile.size(), 2u);
+  EXPECT_TRUE(plan.done.empty());
+}
+
 TEST_F(PlanTest, ClassifiesEntriesAndIgnoresUnknownFiles) {
   // TODO: HLO and flags only.
   Put("MODULE_1+aaaaaaaa", "model.hlo_module.pb", "0123456789");
@@ -107,6 +129,17 @@ TEST_F(PlanTest, ClassifiesEntriesAndIgnoresUnknownFiles) {
   // Scanning never writes: the stale lock is still there, nothing new appeared.
   EXPECT_TRUE(npc::testing::FileExists(Entry("MODULE_5+aaaaaaaa") + "/model.lock"));
   close(fd);
+}
+
+// One stray directory with a name no tool makes (a line break in it) is
+// skipped; the rest of the cache still scans.
+TEST_F(PlanTest, MalformedEntryNamesAreSkipped) {
+  Put("MODULE_1+aaaaaaaa", "model.hlo_module.pb", "x");
+  Put("MODULE_1\n2+abc", "model.hlo_module.pb", "x");
+  Put("MODULE_3|4+abc", "model.hlo_module.pb", "x");
+  auto scan = Scan();
+  ASSERT_EQ(scan.size(), 1u);
+  EXPECT_EQ(scan[0].ref.graph_key, "1");
 }
 
 TEST_F(PlanTest, AbsentCompilerDirScansEmpty) {

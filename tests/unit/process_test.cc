@@ -2,7 +2,13 @@
 // errors of a program that cannot be started. Runs real /bin/sh children.
 #include "compilers/process.h"
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <fstream>
 
@@ -98,6 +104,82 @@ TEST(RunProcess, MissingWorkingDirectoryIsAnError) {
   auto r = RunProcess({"true"}, o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("cannot enter directory " + o.cwd), std::string::npos) << r.error().message;
+}
+
+bool WaitForFile(const std::string& path, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+  while (!testing::FileExists(path) || testing::ReadFile(path).empty()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// Gone or a zombie (a child of init that is not reaped yet).
+bool ProcessEnded(pid_t pid) {
+  if (kill(pid, 0) != 0) return true;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_text, name, state;
+  stat >> pid_text >> name >> state;
+  return state == "Z" || state == "X";
+}
+
+// A process that dies by SIGKILL (it cannot forward anything) takes its
+// compiler with it: PR_SET_PDEATHSIG in the child.
+TEST(RunProcess, ChildIsStoppedWhenItsParentDies) {
+  testing::TempDir dir;
+  const std::string pid_file = dir.Sub("child.pid");
+  pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    (void)RunProcess({"sh", "-c", "echo $$ > '" + pid_file + "'; exec sleep 60"});
+    _exit(0);
+  }
+  ASSERT_TRUE(WaitForFile(pid_file, 20));
+  pid_t child = std::stoi(testing::ReadFile(pid_file));
+  kill(parent, SIGKILL);
+  waitpid(parent, nullptr, 0);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!ProcessEnded(child) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(ProcessEnded(child)) << "the child " << child << " outlived its parent";
+  kill(child, SIGKILL);
+}
+
+// With InstallInterruptForwarding(defer), a SIGTERM to the process reaches
+// the child's process group, RunProcess waits for it and reports its status,
+// the signal is recorded, and no further child is started.
+TEST(RunProcess, InterruptIsForwardedToTheChildAndWaitedFor) {
+  testing::TempDir dir;
+  const std::string pid_file = dir.Sub("child.pid");
+  const std::string report = dir.Sub("report");
+  pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    signal(SIGTERM, SIG_DFL);  // whatever the test runner left ignored
+    InstallInterruptForwarding(/*defer=*/true);
+    auto first = RunProcess({"sh", "-c",
+                             "trap 'echo got-TERM; exit 7' TERM; echo $$ > '" + pid_file +
+                                 "'; while :; do sleep 0.05; done"});
+    auto second = RunProcess({"true"});
+    std::ofstream out(report);
+    out << (first.ok() ? first->exit_status : -1) << "\n"
+        << (first.ok() ? first->output : first.error().message) << "\n"
+        << (second.ok() ? "second started" : second.error().message) << "\n";
+    out.close();
+    _exit(InterruptSignal());
+  }
+  ASSERT_TRUE(WaitForFile(pid_file, 20));
+  ASSERT_EQ(kill(parent, SIGTERM), 0);
+  int status = 0;
+  waitpid(parent, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), SIGTERM) << "the signal is recorded and the process was not killed by it";
+  const std::string text = testing::ReadFile(report);
+  EXPECT_EQ(text.rfind("7\n", 0), 0u) << text;
+  EXPECT_NE(text.find("got-TERM"), std::string::npos) << text;
+  EXPECT_NE(text.find("not started (interrupted by SIGTERM)"), std::string::npos) << text;
 }
 
 TEST(ShellQuote, QuotesOnlyWhenNeeded) {

@@ -6,9 +6,13 @@
 //       model.hlo_module.pb   serialized HloModuleProto (older caches: model.hlo.pb)
 //       compile_flags.json    the compiler flags, as Python's json.dumps(list) writes them
 //       <artifact>            model.neff (neuronx-cc) or model.so (host backend)
-//       model.done            empty; written last: the commit point
+//       model.done            written last: the commit point; npc writes the
+//                             artifact's size and SHA-256 into it (below),
+//                             libneuronxla writes it empty
 //       model.log             compiler output of a failed compile
 //       model.lock            present while the entry is being compiled
+//       *.lock                locks of other tools (libneuronxla: model.hlo_module.pb.lock);
+//                             an entry whose such file a live process flocks is LOCKED
 // <compiler dir> is `neuronxcc-<version>` for neuronx-cc, `<backend>-<version>`
 // for other backends. All paths handed to a Store are relative to <root> and
 // use '/'.
@@ -28,6 +32,10 @@ namespace npc::cache {
 inline constexpr std::string_view kDefaultCacheUrl = "/var/tmp/neuron-compile-cache";
 inline constexpr std::string_view kHloFile = "model.hlo_module.pb";
 inline constexpr std::string_view kLegacyHloFile = "model.hlo.pb";
+// The program of an entry made from StableHLO bytecode (PJRT format "mlir", what
+// JAX sends; written by the PJRT plugin, compiled by the pjrt backend only),
+// in place of model.hlo_module.pb. The file name records the program format.
+inline constexpr std::string_view kStableHloFile = "model.stablehlo.mlirbc";
 inline constexpr std::string_view kFlagsFile = "compile_flags.json";
 inline constexpr std::string_view kDoneFile = "model.done";
 inline constexpr std::string_view kLogFile = "model.log";
@@ -76,15 +84,19 @@ std::string ResolveCacheUrl(const CacheFlags& flags, const char* neuron_compile_
 
 enum class EntryState {
   kTodo,    // an HLO, no artifact, no log: needs compiling
-  kLocked,  // a live process holds the entry's lock
+  kLocked,  // a live process holds the entry's lock (npc's, or another tool's *.lock)
   kDone,    // artifact and model.done
   kFailed,  // model.log and no artifact: a cached failure
   kEmpty,   // no HLO and nothing else npc understands (ignored)
+  kDamaged, // artifact and model.done, but the artifact does not match model.done's
+            // record (size or SHA-256), or model.done is unreadable: never loaded;
+            // compiled again like TODO (the compile replaces the artifact)
 };
-std::string_view EntryStateName(EntryState state);  // "TODO", "LOCKED", "DONE", "FAILED", "EMPTY"
+// "TODO", "LOCKED", "DONE", "FAILED", "EMPTY", "DAMAGED"
+std::string_view EntryStateName(EntryState state);
 
 struct EntryRef {
-  std::string compiler_dir;  // e.g. "neuronxcc-2.16.372.0+4a9b2326", "host-gcc-12.2.0-cg1"
+  std::string compiler_dir;  // e.g. "neuronxcc-2.16.372.0+4a9b2326", "host-gcc-12.2.0-x86_64-linux-gnu-cg3"
   std::string graph_key;     // decimal uint64 (torch-xla's or CanonicalGraphKey)
   std::string flags_hash;    // 8 hex digits
 
@@ -93,7 +105,10 @@ struct EntryRef {
   std::string file(std::string_view name) const { return dir() + "/" + std::string(name); }
 };
 
-// Parses a directory name "MODULE_<key>+<hash>"; nullopt for anything else.
+// Parses a directory name "MODULE_<key>+<hash>"; nullopt for anything else,
+// including a key or hash that is empty or has a character outside
+// [A-Za-z0-9._-] (hash: [A-Za-z0-9]): such names (a stray `MODULE_1\n2+abc`)
+// cannot be written into build.ninja or a shell command, and no tool makes them.
 std::optional<EntryRef> ParseEntryDirName(const std::string& compiler_dir, std::string_view name);
 
 // ---- stores ---------------------------------------------------------------
@@ -144,6 +159,14 @@ class Store {
   virtual Result<std::unique_ptr<EntryLock>> TryLock(const std::string& entry_dir) = 0;
   // true when a live process holds the lock of `entry_dir` (never writes).
   virtual Result<bool> IsLocked(const std::string& entry_dir) = 0;
+  // true when a live process holds another tool's lock file in `entry_dir`:
+  // a `*.lock` other than model.lock (libneuronxla locks
+  // `model.hlo_module.pb.lock` with flock while it writes or compiles the
+  // entry). Never writes. Stores without such locks (S3): false.
+  virtual Result<bool> IsForeignLocked(const std::string& entry_dir) {
+    (void)entry_dir;
+    return false;
+  }
 
   // A path on the local file system where `path` can be read directly, when
   // the store has one (LocalStore); nullopt otherwise.
@@ -170,12 +193,21 @@ class LocalStore : public Store {
   Status RemoveTree(const std::string& path) override;
   Result<std::unique_ptr<EntryLock>> TryLock(const std::string& entry_dir) override;
   Result<bool> IsLocked(const std::string& entry_dir) override;
+  Result<bool> IsForeignLocked(const std::string& entry_dir) override;
   std::optional<std::string> LocalPath(const std::string& path) const override;
 
  private:
   std::string Abs(const std::string& path) const;
   std::string root_;
 };
+
+// Whether a live process holds an flock on the local file `path`, probed with
+// a non-blocking flock on a descriptor opened for writing (flock over NFS
+// rejects a read-only one; a read-only file or file system falls back to a
+// shared probe on a read-only descriptor). false when the file is absent.
+// Errors: the file cannot be opened or probed (the caller must not take it
+// for free).
+Result<bool> IsFileLockHeld(const std::string& path);
 
 // Opens the store for a cache URL: a local path (or file:// URL) gives a
 // LocalStore; s3://bucket[/prefix] an S3Store configured from the environment
@@ -184,18 +216,75 @@ class LocalStore : public Store {
 // another scheme, a malformed s3:// URL or S3 configuration.
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
 
+// ---- model.done: the commit record -----------------------------------------
+//
+// Commit order of an entry (CompileEntry, PutEntryInputs): compile_flags.json,
+// then the HLO (a scan never sees an HLO without its flags); after a compile
+// the artifact (fsynced, renamed into place, directory fsynced), then
+// model.done, written the same way. npc's model.done is one line of JSON:
+//   {"artifact":"model.so","size":123456,"sha256":"<64 lowercase hex digits>"}
+// (size in bytes; keys in this order; a reader ignores other keys).
+// libneuronxla writes model.done empty and only checks that it exists, so
+// either tool reads the other's entries. An empty model.done (or one of only
+// whitespace) still means DONE, but there is nothing to check the artifact
+// against: such an artifact is loaded unchecked (the trade-off of reading
+// libneuronxla's entries; an entry npc compiles again gets a record).
+
+struct ArtifactRecord {
+  std::string artifact;  // the artifact's file name in the entry
+  int64_t size = 0;      // bytes
+  std::string sha256;    // 64 lowercase hex digits
+};
+
+// The text of npc's model.done for `record` (one line, with a newline).
+std::string DoneFileText(const ArtifactRecord& record);
+
+// Parses model.done: empty or whitespace -> nullopt (libneuronxla's, nothing
+// to check); npc's record -> it. Errors (anything else, e.g. a record with
+// damaged bytes) name `source`.
+Result<std::optional<ArtifactRecord>> ParseDoneFile(std::string_view text, const std::string& source);
+
+// How far GetEntryState checks a DONE entry's artifact against model.done:
+// kSize reads model.done and the artifact's size (cheap: a stat locally);
+// kDigest also reads the whole artifact and compares its SHA-256 (on a
+// remote store this downloads it).
+enum class ArtifactCheck { kSize, kDigest };
+
+// Why the artifact file at `local_path` does not match `record` ("model.so is
+// 100 bytes, model.done records 200"), or nullopt when it matches (or when
+// `record` is nullopt: nothing to check). `kDigest` also compares SHA-256.
+// Errors: the file cannot be read.
+Result<std::optional<std::string>> CheckArtifactFile(const std::string& local_path,
+                                                     const std::optional<ArtifactRecord>& record, ArtifactCheck check);
+
+// Reads and parses the entry's model.done. Errors: it cannot be read, or it
+// is neither empty nor npc's record (the message says which).
+Result<std::optional<ArtifactRecord>> ReadDoneFile(Store& store, const EntryRef& entry);
+
+// Why the artifact of an entry with an artifact and model.done is damaged
+// (model.done unparseable, size or digest differing), or nullopt when it
+// matches as far as `check` looks. Errors: store I/O failures.
+Result<std::optional<std::string>> CheckEntryArtifact(Store& store, const EntryRef& entry,
+                                                      std::string_view artifact_name, ArtifactCheck check);
+
 // ---- entry-level operations -------------------------------------------------
 
 // The state of one entry (see EntryState). `artifact_name` is the backend's
-// artifact file name (model.neff, model.so).
-Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::string_view artifact_name);
+// artifact file name (model.neff, model.so). An entry with artifact and
+// model.done is DONE when CheckEntryArtifact(check) finds nothing, else
+// DAMAGED (LOCKED while a live process holds its lock). `own_lock_held`: the
+// caller holds the entry's model.lock, which then does not make it LOCKED
+// (another tool's held lock still does).
+Result<EntryState> GetEntryState(Store& store, const EntryRef& entry, std::string_view artifact_name,
+                                 ArtifactCheck check = ArtifactCheck::kSize, bool own_lock_held = false);
 
-// The entry's HLO file name: kHloFile, or kLegacyHloFile when only that exists;
-// nullopt when neither.
+// The entry's HLO file name: kHloFile, or kLegacyHloFile when only that exists,
+// or kStableHloFile when only that exists; nullopt when none.
 Result<std::optional<std::string>> FindHloFile(Store& store, const EntryRef& entry);
 
-// Writes the HLO and compile_flags.json of a new entry (each atomically).
-// Existing files are left alone.
+// Writes compile_flags.json, then the HLO of a new entry (each atomically;
+// in this order, so that an HLO is never seen without its flags). Existing
+// files are left alone.
 Status PutEntryInputs(Store& store, const EntryRef& entry, std::string_view hlo_bytes,
                       std::string_view compile_flags_json);
 

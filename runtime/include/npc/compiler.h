@@ -88,6 +88,8 @@ struct EntryCompileResult {
     kCachedFailure,  // found FAILED and not retried
     kLocked,         // another live process holds the lock (wait_for_lock false)
     kNoHlo,          // the entry has no HLO file
+    kInterrupted,    // a signal arrived (see InstallInterruptForwarding in compilers/process.h): the
+                     // compile was stopped (or not started); nothing written, the lock released
   };
   Status status = Status::kFailed;
   int attempts = 0;                    // compile attempts made
@@ -95,6 +97,7 @@ struct EntryCompileResult {
   int64_t peak_rss_bytes = 0;
   std::string log;                     // model.log text on failure
   bool uploaded_kept_artifact = false;  // kCompiled without compiling: an artifact kept by an earlier run was uploaded
+  std::string damage;                  // non-empty: the entry was DAMAGED (why); model.done was removed and it was compiled again
 };
 std::string_view EntryCompileStatusName(EntryCompileResult::Status status);
 
@@ -104,9 +107,12 @@ std::string_view EntryCompileStatusName(EntryCompileResult::Status status);
 std::string KeptArtifactPath(const std::string& store_url, const cache::EntryRef& entry,
                              const std::string& artifact_name);
 
-// Locks the entry, re-checks its state, compiles with up to 1 + max_retries
+// Locks the entry (another tool's held `*.lock` counts as locked too:
+// waited for, never compiled over), re-checks its state (a cached failure
+// found after waiting is reported, not compiled again), compiles with up to 1 + max_retries
 // attempts in a private work directory inside the entry, moves the artifact
-// in atomically and then writes model.done; on failure writes model.log
+// in atomically and then writes model.done with its size and SHA-256
+// (npc/cache.h); on failure writes model.log
 // (command, exit status, compiler output) and removes nothing else. A kill at
 // any point leaves no artifact or model.done visible and no lock blocking.
 // Remote stores (S3): the compile runs in a local temporary directory; the
@@ -119,6 +125,9 @@ std::string KeptArtifactPath(const std::string& store_url, const cache::EntryRef
 // and one that finds the entry DONE removes it. Waiting for another
 // process's lock polls every 0.1 s on a local store, every second on a
 // remote one.
+// A DONE entry's artifact is checked against model.done (size and SHA-256):
+// a DAMAGED one is compiled again (a warning names the entry and what
+// differs; model.done is removed first, then replaced by the new commit).
 // Errors: store I/O failures (not compile failures, which are results).
 Result<EntryCompileResult> CompileEntry(cache::Store& store, Compiler& compiler, const cache::EntryRef& entry,
                                         const EntryCompileOptions& options);

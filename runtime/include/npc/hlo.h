@@ -9,6 +9,7 @@
 // Field numbers follow XLA's hlo.proto / xla_data.proto (see runtime/hlo/hlo.proto).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,10 +20,19 @@
 
 namespace npc::hlo {
 
+// Largest input npc reads as one HLO module, in bytes (a file, or what a gzip
+// stream inflates to): 2 GiB - 1, the most libprotobuf parses as one message.
+inline constexpr size_t kMaxHloModuleBytes = 2147483647;
+
 // Parses `bytes` in any of the formats above. `source_name` (usually the file
 // path) is named in every error. Errors: not a known format, truncated or
-// corrupt protobuf, a gzip stream that does not inflate, a module that fails
-// ValidateModule.
+// corrupt protobuf, a well-formed protobuf of another message type ("not an
+// HloModuleProto or HloProto: ..."), a gzip stream that does not inflate or
+// inflates past kMaxHloModuleBytes, input larger than that, a module that
+// fails ValidateModule, and the text reader's errors (text_reader.h: nesting
+// and list caps). Protobuf nesting is bounded by libprotobuf's recursion limit
+// (100); libprotobuf's log messages for these parses are not printed but put
+// into the error.
 Result<xla::HloModuleProto> ParseHloModule(std::string_view bytes, const std::string& source_name);
 
 // Reads `path` and parses it with ParseHloModule. Errors name the file.
@@ -32,8 +42,21 @@ Result<xla::HloModuleProto> ReadHloModuleFile(const std::string& path);
 // an entry computation that exists (by id, else by name, else the last
 // computation as XLA does), unique instruction ids within a computation,
 // operand and called-computation ids that resolve, a root that exists, every
-// instruction with an opcode and a shape. Errors name `source_name`.
+// instruction with an opcode and a valid shape (ValidateShape), and what XLA's
+// shape inference rejects for the dimension numbers of the ops the host
+// backend compiles (runtime/hlo/op_checks.h: duplicate or out-of-range
+// dimension numbers of gather, scatter, dot, reduce, transpose, broadcast,
+// reverse, concatenate, iota, slices, ...). Errors name `source_name`, the
+// computation and the instruction.
 Status ValidateModule(const xla::HloModuleProto& module, const std::string& source_name);
+
+// A shape XLA's ShapeUtil::ValidateShape accepts: a known element type;
+// tuples nested at most 64 levels; arrays of rank <= 128, dimension sizes >= 0
+// (or XLA's unbounded size INT64_MIN on a dimension marked dynamic), a byte
+// size that fits in 64 bits (checked multiplication), a layout that is empty
+// or a permutation of the dimensions. Errors say what is wrong, without a
+// file name.
+Status ValidateShape(const xla::ShapeProto& shape);
 
 // The entry computation (see ValidateModule for how it is found); nullptr when
 // there is none.
@@ -133,7 +156,9 @@ struct CanonicalModule {
 };
 CanonicalModule CanonicalForm(const xla::HloModuleProto& module);
 
-// Number of elements of an array shape (1 for a scalar; 0 for a tuple).
+// Number of elements of an array shape (1 for a scalar; 0 for a tuple, or a
+// shape with a negative dimension; INT64_MAX when the product overflows, which
+// ValidateShape rejects).
 int64_t ElementCount(const xla::ShapeProto& shape);
 
 // XLA's text form of a shape, e.g. "f32[4,8]{1,0}", "(f32[], s32[2])".

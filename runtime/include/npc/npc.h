@@ -8,6 +8,22 @@
  * Buffers are dense, row-major, little-endian arrays of the parameter's or
  * output's element type (XLA PrimitiveType numbers, e.g. 11 = F32, 4 = S32,
  * 5 = S64, 1 = PRED with one byte per element).
+ *
+ * Errors: no C++ exception ever leaves these functions (one thrown inside,
+ * e.g. out of memory, becomes a failure with its message). NULL pointers are
+ * checked: a NULL `out`, runtime, executable, HLO buffer (with a non-zero
+ * size), `inputs`/`outputs` array or buffer is a failure naming the argument;
+ * functions without an error channel return their neutral value (0 counts,
+ * rank -1, all-zero counters) and the *_destroy functions accept NULL. On
+ * failure `*out` is set to NULL.
+ *
+ * Thread safety: one npc_runtime may be used from several threads at once
+ * (its counters are locked; a compile on a miss holds the cache entry's
+ * lock, which other lookups of that graph wait for). One npc_executable may
+ * be run from several threads at once (each run has its own buffers). An
+ * object must not be destroyed while another thread uses it, and an
+ * npc_executable stays valid after its runtime is destroyed. The `error`
+ * buffer belongs to the caller: do not share one between threads.
  */
 #ifndef NPC_NPC_H_
 #define NPC_NPC_H_

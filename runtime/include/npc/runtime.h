@@ -77,6 +77,13 @@ class Runtime {
   // means CanonicalGraphKey(module). Thread-safe.
   // Errors: an invalid module, a compile failure (message includes the
   // compiler output and the path of model.log), a cached failure, I/O errors.
+  // A hit checks the artifact against model.done (size and SHA-256; an empty
+  // model.done, libneuronxla's, has nothing to check) before loading it, and
+  // neither validates nor re-serializes the module. A damaged artifact is
+  // never loaded: a warning names the entry and what differs, and it is a
+  // miss (compiled again, the artifact replaced). A miss on a local cache
+  // this process cannot write is compiled in a private scratch directory
+  // (warning) and not stored.
   // Not an error: a module compiled here whose artifact a remote store (S3)
   // could not take; CompileEntry keeps it (KeptArtifactPath in npc/compiler.h)
   // and it is loaded from there, with a warning; the next compile of the
@@ -94,6 +101,17 @@ class Runtime {
 
  private:
   Runtime() = default;
+  Result<std::shared_ptr<Executable>> Lookup(const xla::HloModuleProto& module, const std::string& graph_key,
+                                             bool validated);
+  // The entry's artifact checked against model.done (size and SHA-256) and
+  // loaded; nullptr with *damage set when it does not match.
+  Result<std::shared_ptr<Executable>> LoadCheckedArtifact(const cache::EntryRef& entry, const xla::HloModuleProto& module,
+                                                          std::string* damage);
+  Result<std::shared_ptr<Executable>> LoadArtifactFile(const std::string& path, const std::string& shown,
+                                                       const xla::HloModuleProto& module) const;
+  Result<std::shared_ptr<Executable>> CompileMiss(const xla::HloModuleProto& module, const cache::EntryRef& entry);
+  Result<std::shared_ptr<Executable>> CompileInScratch(const xla::HloModuleProto& module, const cache::EntryRef& entry);
+  void Bump(int64_t CacheCounters::*counter);
   RuntimeOptions options_;
   std::unique_ptr<cache::Store> store_;
   std::unique_ptr<Compiler> compiler_;
