@@ -182,8 +182,11 @@ TEST_F(RobustnessTest, KillDashNineHalfWayLeavesNothingHalfDone) {
   ASSERT_GT(edge_pid, 0);
   EXPECT_EQ(State(entry), EntryState::kLocked);
 
-  // kill -9: the per-edge process first (so it cannot react), then the
-  // compiler's process group, then npc and ninja.
+  // kill -9: npc and ninja are stopped first (so that an edge dying cannot
+  // let them finish normally before their own SIGKILL lands), then the
+  // per-edge process (so it cannot react), the compiler's process group, and
+  // npc and ninja.
+  kill(-cli, SIGSTOP);
   kill(edge_pid, SIGKILL);
   kill(-compiler_pid, SIGKILL);
   kill(-cli, SIGKILL);
