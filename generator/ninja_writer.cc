@@ -1,34 +1,13 @@
 #include "generator/ninja_writer.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "compilers/process.h"
+#include "util/printable.h"
 
 namespace npc::tool {
 
 namespace {
-
-// `text` with control characters, backslashes and non-ASCII bytes as C escapes.
-std::string Printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 // Ninja has no escape for a line break or NUL anywhere, nor for '|' in a
 // path of a build statement (it separates implicit and order-only inputs).
@@ -39,7 +18,7 @@ Status CheckExpressible(std::string_view text, std::string_view what, bool path)
     else if (c == '\0') why = "a NUL character";
     else if (c == '|' && path) why = "'|' (Ninja cannot express it in a path)";
     else continue;
-    return MakeError("cannot write " + std::string(what) + " \"" + Printable(text) + "\" into build.ninja: it contains " +
+    return MakeError("cannot write " + std::string(what) + " \"" + util::Printable(text) + "\" into build.ninja: it contains " +
                      why + "; use a cache or build directory whose path has no such character");
   }
   return {};

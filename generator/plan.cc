@@ -1,35 +1,12 @@
 #include "generator/plan.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <tuple>
 
 #include "npc/log.h"
+#include "util/printable.h"
 
 namespace npc::tool {
-
-namespace {
-
-// `name` with control characters, backslashes and non-ASCII bytes as C escapes.
-std::string PrintableName(std::string_view name) {
-  std::string out;
-  for (unsigned char c : name) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<std::vector<ScannedEntry>> ScanCompilerDir(cache::Store& store, const std::string& compiler_dir,
                                                   std::string_view artifact_name, cache::ArtifactCheck check) {
@@ -45,7 +22,7 @@ Result<std::vector<ScannedEntry>> ScanCompilerDir(cache::Store& store, const std
       // `MODULE_1\n2+abc`): ignored too, with a warning, so that one bad name
       // does not stop the build of the whole cache.
       if (name.rfind(cache::kEntryPrefix, 0) == 0) {
-        log::Warning(log::kParallelCompile, "ignoring " + store.url() + "/" + compiler_dir + "/" + PrintableName(name) +
+        log::Warning(log::kParallelCompile, "ignoring " + store.url() + "/" + compiler_dir + "/" + util::Printable(name) +
                                                 ": not a valid entry name (MODULE_<graph key>+<flags hash>, "
                                                 "letters, digits, '.', '_' and '-' only)");
       }
