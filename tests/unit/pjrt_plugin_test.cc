@@ -126,6 +126,20 @@ TEST(PjrtPluginTest, HloMissCompilesIntoTheCacheThenHitsAndRuns) {
   std::memcpy(got.data(), (*again)[0].bytes.data(), 16);
   EXPECT_EQ(got, (std::vector<float>{6, 8, 10, 12}));
 
+  // A damaged artifact (64 bytes flipped in the middle, size unchanged) is never loaded: the entry
+  // is compiled again and the new artifact runs.
+  std::string damaged = testing::ReadFile(entry + "/model.pjrt");
+  ASSERT_GT(damaged.size(), 128u);
+  for (size_t i = damaged.size() / 2; i < damaged.size() / 2 + 64; ++i) damaged[i] = static_cast<char>(~damaged[i]);
+  ASSERT_TRUE(testing::WriteFile(entry + "/model.pjrt", damaged));
+  auto repaired = Compile(**client, code);
+  ASSERT_TRUE(repaired.ok()) << repaired.error().message;
+  EXPECT_NE(testing::ReadFile(entry + "/model.pjrt"), damaged) << "the damaged artifact was kept";
+  auto after = (*repaired)->Execute({F32({1, 2, 3, 4}), F32({2, 2, 2, 2})});
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  std::memcpy(got.data(), (*after)[0].bytes.data(), 16);
+  EXPECT_EQ(got, (std::vector<float>{6, 8, 10, 12}));
+
   const xla::HloModuleProto bad = Module(kRejectedText);
   auto rejected = Compile(**client, bad.SerializeAsString());
   ASSERT_FALSE(rejected.ok());
